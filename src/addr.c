@@ -1,0 +1,2 @@
+/* addr.c */
+#include "autoconf.h"

@@ -1,0 +1,2 @@
+/* audit.c */
+#include "autoconf.h"

@@ -1,0 +1,3 @@
+#ifndef SLUICE_AUDIT_H
+#define SLUICE_AUDIT_H
+#endif

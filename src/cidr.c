@@ -1,0 +1,2 @@
+/* cidr.c */
+#include "autoconf.h"

@@ -1,0 +1,2 @@
+/* config.c */
+#include "autoconf.h"

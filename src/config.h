@@ -1,0 +1,78 @@
+/* config.h: the main configuration, sluiced.yaml. */
+#ifndef SLUICE_CONFIG_H
+#define SLUICE_CONFIG_H
+
+#include <sys/socket.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addr.h"
+#include "err.h"
+
+struct endpoint {
+	struct sockaddr_storage	ss;
+	socklen_t		len;
+	char			text[64];	/* as written */
+};
+
+enum audit_fsync { AUDIT_FSYNC_ALWAYS, AUDIT_FSYNC_BATCH, AUDIT_FSYNC_NEVER };
+
+/* A sandbox declared in the file (extension: static sandboxes). */
+struct config_sandbox {
+	char		*id;
+	char		*team, *project;	/* may be NULL */
+	char		*policy;		/* a policy name */
+	struct sl_addr	*sources;		/* canonical prefixes */
+	unsigned	*plens;
+	size_t		 nsources;
+	unsigned	 line;
+};
+
+struct config {
+	char		*path;
+	struct endpoint	*transparent;	size_t ntransparent;
+	struct endpoint	*proxy;		size_t nproxy;
+	struct endpoint	*dns;		size_t ndns;
+	char		*control;	/* default /run/sluice/control.sock */
+	struct endpoint	*metrics;	/* NULL when absent */
+	struct endpoint	*resolvers;	size_t nresolvers;
+	char		*policy_dir;
+	char		*secret_dir;	/* NULL: secrets off */
+	char		**gateway_keys;	size_t ngateway_keys;	/* scalar or list */
+	char		*signing_key;	/* NULL: signing off */
+	char		*issuer;
+	char		*upstream_ca;	/* default /etc/ssl/certs/ca-certificates.crt */
+	char		*audit_path;	/* NULL: audit to stderr is not done; off */
+	enum audit_fsync audit_fsync;	/* default batch */
+	unsigned	 workers;	/* 0 = auto (one per core) */
+	char		*user;		/* NULL: no privilege drop */
+	struct {
+		unsigned connections;		/* 1024 */
+		unsigned dns_qps;		/* 200 */
+		unsigned header_bytes;		/* 65536 */
+		unsigned client_hello_bytes;	/* 16384 */
+	} limits;
+	struct {			/* all in milliseconds */
+		unsigned handshake;	/* 10s: first bytes + decision */
+		unsigned idle;		/* 300s */
+		unsigned connect;	/* 10s */
+		unsigned first_byte;	/* 1s: silent client judged opaque (extension) */
+		unsigned drain;		/* 10s: SIGTERM grace (extension) */
+	} timeouts;
+	struct config_sandbox *sandboxes; size_t nsandboxes;	/* extension */
+};
+
+/*
+ * Loads and validates path.  Unknown keys, wrong types, bad addresses and
+ * durations ("10s", "500ms", "5m", "1h"; a bare number is seconds), and
+ * missing required keys (listen.transparent or listen.proxy, resolvers,
+ * policy_dir) are errors.  Every problem is added to errs as
+ * "file:line:col: message" naming the key; returns 0 or SL_ERR_INVALID.
+ */
+int	config_load(const char *path, struct config **out, struct errlist *errs);
+/* The same from a buffer; file names the source in messages. */
+int	config_parse(const char *file, const char *buf, size_t len,
+	    struct config **out, struct errlist *errs);
+void	config_free(struct config *c);		/* accepts NULL */
+
+#endif

@@ -1,0 +1,2 @@
+/* conn.c */
+#include "autoconf.h"

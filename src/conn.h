@@ -1,0 +1,3 @@
+#ifndef SLUICE_CONN_H
+#define SLUICE_CONN_H
+#endif

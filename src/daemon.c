@@ -1,0 +1,2 @@
+/* daemon.c */
+#include "autoconf.h"

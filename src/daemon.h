@@ -1,0 +1,3 @@
+#ifndef SLUICE_DAEMON_H
+#define SLUICE_DAEMON_H
+#endif

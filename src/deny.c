@@ -1,0 +1,2 @@
+/* deny.c */
+#include "autoconf.h"

@@ -1,0 +1,3 @@
+#ifndef SLUICE_DENY_H
+#define SLUICE_DENY_H
+#endif

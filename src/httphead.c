@@ -1,0 +1,2 @@
+/* httphead.c */
+#include "autoconf.h"

@@ -1,0 +1,37 @@
+/* log.h: the one logging API, tagged by component. */
+#ifndef SLUICE_LOG_H
+#define SLUICE_LOG_H
+
+#include <stddef.h>
+
+enum log_level { LOG_LVL_ERR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+
+/* Set once in main before any thread starts. */
+void log_init(const char *prog, enum log_level level);
+enum log_level log_level(void);
+
+void log_warnx(const char *comp, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void log_info(const char *comp, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void log_debug(const char *comp, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void log_errx(const char *comp, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Logs and exits 1; only for main's start-up path. */
+void fatalx(const char *comp, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+/* Routes libevent's and OpenSSL's error queues through this API. */
+void log_hook_libraries(void);
+/* Drains OpenSSL's error queue into one warning line. */
+void log_openssl(const char *comp, const char *what);
+
+/*
+ * Escapes a sandbox-controlled string for a log line: printable ASCII stays,
+ * everything else becomes \xHH; the result is cut at out_len - 1 bytes with
+ * "..." marking the cut.  Returns out.
+ */
+char *log_escape(const char *in, size_t in_len, char *out, size_t out_len);
+
+#endif

@@ -1,0 +1,2 @@
+/* names.c */
+#include "autoconf.h"

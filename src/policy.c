@@ -1,0 +1,2 @@
+/* policy.c */
+#include "autoconf.h"

@@ -1,0 +1,121 @@
+/* policy.h: one named policy, loaded from YAML, and the connection verdicts. */
+#ifndef SLUICE_POLICY_H
+#define SLUICE_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addr.h"
+#include "err.h"
+#include "names.h"
+
+struct cidr_tree;
+struct nameset;
+
+enum egress_kind { EGRESS_DOMAIN, EGRESS_CIDR };
+
+struct egress_rule {
+	enum egress_kind kind;
+	char		*label;		/* "allow:api.openai.com", for audit */
+	char		 name[NAME_BUFSZ + 2];	/* DOMAIN: normalised pattern */
+	struct sl_addr	 prefix;	/* CIDR: canonical */
+	unsigned	 plen;
+	uint16_t	*ports;		/* NULL: any port */
+	size_t		 nports;
+	unsigned	 line;
+};
+
+struct kv {				/* a name and a glob or template */
+	char	*name;
+	char	*value;
+};
+
+enum intercept_action {
+	ICPT_PASS, ICPT_DENY, ICPT_INJECT, ICPT_FORWARD,
+};
+
+struct intercept_rule {
+	char		*name;
+	char		*label;		/* "intercept:github-read" */
+	char		 host[NAME_BUFSZ + 2];	/* normalised pattern */
+	char		**methods;	size_t nmethods;	/* uppercase; 0: any */
+	char		*path;		/* glob; NULL: any */
+	struct kv	*query;		size_t nquery;
+	struct kv	*headers;	size_t nheaders;	/* names lowercased */
+	enum intercept_action action;
+	struct kv	*inject_set;	size_t ninject_set;	/* names lowercased */
+	char		**inject_remove; size_t ninject_remove;	/* lowercased */
+	char		*forward_to;	/* https URL */
+	char		*forward_audience;
+	char		*upstream_ca;	/* NULL: config's upstream_ca */
+	char		**pins;		size_t npins;	/* base64 SPKI SHA-256 */
+	unsigned	 line;
+};
+
+struct policy {
+	char		*name;
+	char		*file;		/* where it came from, or "inline" */
+	uint8_t		 digest[32];	/* BLAKE2b-256 of the source bytes */
+	uint64_t	 revision;	/* set by whoever installs it; 0 here */
+	int		 default_allow;
+	struct egress_rule *allow;	size_t nallow;
+	struct egress_rule *deny;	size_t ndeny;
+	struct intercept_rule *intercepts; size_t nintercepts;
+	struct nameset	*allow_names, *deny_names, *intercept_names;
+	struct cidr_tree *allow_cidrs, *deny_cidrs;
+};
+
+/*
+ * Parses and validates one policy.  Unknown keys, wrong types, bad names,
+ * CIDRs, ports, globs and templates are errors, each added to errs as
+ * "file:line:col: message"; a policy with any error is refused whole
+ * (SL_ERR_INVALID).  The result is immutable and safe to share between
+ * threads.
+ */
+int	policy_parse(const char *file, const char *buf, size_t len,
+	    struct policy **out, struct errlist *errs);
+int	policy_load(const char *path, struct policy **out, struct errlist *errs);
+void	policy_free(struct policy *p);		/* accepts NULL */
+
+enum verdict {
+	VERDICT_CONTINUE,	/* not decided by this step */
+	VERDICT_DENY,
+	VERDICT_PASS,		/* pass through untouched */
+	VERDICT_INTERCEPT,	/* terminate TLS and judge each request */
+};
+
+struct decision {
+	enum verdict	 verdict;
+	const char	*reason;	/* static: "deny-cidr", "allow-name", ... */
+	const char	*rule;		/* the rule's label, or NULL */
+	int		 need_binding;	/* the name must own the address */
+};
+
+/*
+ * Step 2 of SPEC, the destination alone: forbidden addresses (reason
+ * "forbidden-address") and egress.deny CIDRs ("deny-cidr") give DENY,
+ * anything else CONTINUE.  dst need not be canonical.
+ */
+void	policy_check_dest(const struct policy *p, const struct sl_addr *dst,
+	    uint16_t port, struct decision *d);
+/*
+ * Steps 4 and 6 for a connection that names its host (SNI or Host; name
+ * normalised), after policy_check_dest said CONTINUE.  In order: deny-listed
+ * name (DENY "deny-name"); intercepted host (INTERCEPT "intercept",
+ * need_binding); destination in an allow CIDR with the port (PASS
+ * "allow-cidr"); private destination (DENY "private-address"); allowed name
+ * (PASS "allow-name", need_binding); default allow (PASS "default-allow",
+ * need_binding); else DENY "not-allowed".
+ */
+void	policy_check_name(const struct policy *p, const char *name,
+	    const struct sl_addr *dst, uint16_t port, struct decision *d);
+/*
+ * Step 5, opaque TCP or TLS without SNI: PASS "allow-cidr" when an allow
+ * CIDR covers dst and port, else DENY ("private-address" or "no-cidr-rule").
+ */
+void	policy_check_opaque(const struct policy *p, const struct sl_addr *dst,
+	    uint16_t port, struct decision *d);
+/* Whether a name could be allowed at all (DNS filter, CONNECT pre-check). */
+int	policy_name_allowed(const struct policy *p, const char *name);
+
+#endif

@@ -1,0 +1,2 @@
+/* relay.c */
+#include "autoconf.h"

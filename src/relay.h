@@ -1,0 +1,3 @@
+#ifndef SLUICE_RELAY_H
+#define SLUICE_RELAY_H
+#endif

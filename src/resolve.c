@@ -1,0 +1,2 @@
+/* resolve.c */
+#include "autoconf.h"

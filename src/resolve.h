@@ -1,0 +1,3 @@
+#ifndef SLUICE_RESOLVE_H
+#define SLUICE_RESOLVE_H
+#endif

@@ -1,0 +1,2 @@
+#include "autoconf.h"
+int main(void) { return 0; }

@@ -1,0 +1,2 @@
+/* sniff.c */
+#include "autoconf.h"

@@ -1,0 +1,2 @@
+/* state.c */
+#include "autoconf.h"

@@ -1,0 +1,3 @@
+#ifndef SLUICE_STATE_H
+#define SLUICE_STATE_H
+#endif

@@ -1,0 +1,2 @@
+/* worker.c */
+#include "autoconf.h"

@@ -1,0 +1,3 @@
+#ifndef SLUICE_WORKER_H
+#define SLUICE_WORKER_H
+#endif

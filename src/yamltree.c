@@ -1,0 +1,2 @@
+/* yamltree.c */
+#include "autoconf.h"
