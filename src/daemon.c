@@ -1,2 +1,275 @@
-/* daemon.c */
+/* daemon.c: start-up, listeners, privileges, signals, reload and drain. */
 #include "autoconf.h"
+
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "audit.h"
+#include "config.h"
+#include "daemon.h"
+#include "log.h"
+#include "state.h"
+#include "worker.h"
+
+static int
+listen_socket(const struct endpoint *ep)
+{
+	int fd, one = 1;
+
+	fd = socket(ep->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* One socket per worker: the kernel spreads connections, no lock. */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (ep->ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)&ep->ss, ep->len) == -1 ||
+	    listen(fd, 4096) == -1) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+static int
+open_listeners(struct daemon *d, struct worker *w)
+{
+	const struct config *cfg = d->cfg;
+	size_t i, n = cfg->ntransparent + cfg->nproxy;
+
+	if ((w->lis = calloc(n ? n : 1, sizeof(*w->lis))) == NULL)
+		return SL_ERR_NOMEM;
+	for (i = 0; i < n; i++) {
+		const struct endpoint *ep = i < cfg->ntransparent ?
+		    &cfg->transparent[i] : &cfg->proxy[i - cfg->ntransparent];
+
+		w->lis[i].kind = i < cfg->ntransparent ? LISTEN_TRANSPARENT :
+		    LISTEN_PROXY;
+		if ((w->lis[i].fd = listen_socket(ep)) == -1) {
+			log_errx("daemon", "cannot listen on %s: %s", ep->text,
+			    strerror(errno));
+			w->nlis = i;
+			return SL_ERR_IO;
+		}
+		w->nlis = i + 1;
+	}
+	return 0;
+}
+
+static int
+drop_privileges(const char *user)
+{
+	struct passwd *pw;
+
+	if (user == NULL) {
+		if (geteuid() == 0)
+			log_warnx("daemon", "running as root: set 'user' to drop "
+			    "privileges after binding");
+		return 0;
+	}
+	if ((pw = getpwnam(user)) == NULL) {
+		log_errx("daemon", "user '%s': no such user", user);
+		return SL_ERR_NOT_FOUND;
+	}
+	if (setgroups(1, &pw->pw_gid) == -1 ||
+	    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == -1 ||
+	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1) {
+		log_errx("daemon", "cannot drop privileges to %s: %s", user,
+		    strerror(errno));
+		return SL_ERR_IO;
+	}
+	if (setuid(0) == 0 && pw->pw_uid != 0) {
+		log_errx("daemon", "privileges could be regained after the drop");
+		return SL_ERR_INTERNAL;
+	}
+	return 0;
+}
+
+static void
+harden_process(void)
+{
+	struct rlimit rl;
+
+	/* Keys and credentials must never land in a core file. */
+	rl.rlim_cur = rl.rlim_max = 0;
+	setrlimit(RLIMIT_CORE, &rl);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	signal(SIGPIPE, SIG_IGN);
+}
+
+int
+daemon_reload(struct daemon *d)
+{
+	struct errlist errs = ERRLIST_INIT;
+	struct state *st = NULL;
+	size_t i;
+
+	if (state_build(d->cfg, d->state, d->generation + 1, &st, &errs) != 0) {
+		for (i = 0; i < errs.n; i++)
+			log_errx("reload", "%s", errs.msgs[i]);
+		log_errx("reload", "policies not reloaded: %zu error(s); the "
+		    "policies in force stay", errs.n);
+		errlist_free(&errs);
+		return SL_ERR_INVALID;
+	}
+	d->generation++;
+	state_unref(d->state);
+	d->state = st;
+	for (i = 0; i < d->nworkers; i++)
+		worker_post_state(&d->workers[i], st);
+	log_info("reload", "policies reloaded: %zu policies, generation %llu",
+	    st->npolicies, (unsigned long long)st->generation);
+	return 0;
+}
+
+static void
+drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	size_t i;
+
+	log_warnx("daemon", "drain time is up: closing the remaining connections");
+	for (i = 0; i < d->nworkers; i++)
+		worker_post_cmd(&d->workers[i], WORKER_CMD_STOP);
+}
+
+static void
+signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon *d = arg;
+	struct timeval tv;
+	struct event *t;
+	size_t i;
+
+	if (sig == SIGHUP) {
+		daemon_reload(d);
+		return;
+	}
+	if (d->draining) {
+		log_info("daemon", "second signal: closing everything now");
+		drain_timeout_cb(-1, 0, d);
+		return;
+	}
+	d->draining = 1;
+	log_info("daemon", "draining: no new connections, waiting up to %u ms",
+	    d->cfg->timeouts.drain);
+	for (i = 0; i < d->nworkers; i++)
+		worker_post_cmd(&d->workers[i], WORKER_CMD_DRAIN);
+	tv.tv_sec = d->cfg->timeouts.drain / 1000;
+	tv.tv_usec = (d->cfg->timeouts.drain % 1000) * 1000;
+	if ((t = evtimer_new(d->base, drain_timeout_cb, d)) != NULL)
+		evtimer_add(t, &tv);	/* freed with the base */
+}
+
+static void
+worker_done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	if (atomic_load(&d->finished) == d->nworkers)
+		event_base_loopexit(d->base, NULL);
+}
+
+static unsigned
+worker_count(const struct config *cfg)
+{
+	long n;
+
+	if (cfg->workers != 0)
+		return cfg->workers;
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
+}
+
+int
+daemon_run(struct config *cfg)
+{
+	struct errlist errs = ERRLIST_INIT;
+	struct daemon d;
+	struct event *sigs[4] = { NULL };
+	const int signums[4] = { SIGTERM, SIGINT, SIGHUP, 0 };
+	size_t i, started = 0;
+	int status = 1;
+
+	memset(&d, 0, sizeof(d));
+	d.cfg = cfg;
+	d.generation = 1;
+	harden_process();
+	if ((d.base = event_base_new()) == NULL)
+		goto out;
+	if (state_build(cfg, NULL, d.generation, &d.state, &errs) != 0) {
+		for (i = 0; i < errs.n; i++)
+			log_errx("config", "%s", errs.msgs[i]);
+		goto out;
+	}
+	if (audit_open(cfg->audit_path, cfg->audit_fsync, &d.audit) != 0) {
+		log_errx("audit", "cannot open %s: %s", cfg->audit_path,
+		    strerror(errno));
+		goto out;
+	}
+	d.nworkers = worker_count(cfg);
+	if ((d.workers = calloc(d.nworkers, sizeof(*d.workers))) == NULL)
+		goto out;
+	for (i = 0; i < d.nworkers; i++)
+		if (open_listeners(&d, &d.workers[i]) != 0)
+			goto out;
+	if (drop_privileges(cfg->user) != 0)
+		goto out;
+	d.worker_done = event_new(d.base, -1, EV_PERSIST, worker_done_cb, &d);
+	for (i = 0; signums[i] != 0; i++) {
+		sigs[i] = evsignal_new(d.base, signums[i], signal_cb, &d);
+		evsignal_add(sigs[i], NULL);
+	}
+	for (i = 0; i < d.nworkers; i++)
+		if (worker_init(&d.workers[i], &d, (unsigned)i) != 0) {
+			log_errx("daemon", "cannot set up worker %zu", i);
+			goto out;
+		}
+	for (started = 0; started < d.nworkers; started++)
+		if (worker_start(&d.workers[started]) != 0)
+			goto out;
+	log_info("daemon", "sluiced %s running: %zu workers, %zu policies",
+	    PACKAGE_VERSION, d.nworkers, d.state->npolicies);
+	event_base_loop(d.base, EVLOOP_NO_EXIT_ON_EMPTY);
+	status = 0;
+	log_info("daemon", "stopped");
+ out:
+	if (status != 0 && started > 0)
+		for (i = 0; i < started; i++)
+			worker_post_cmd(&d.workers[i], WORKER_CMD_STOP);
+	for (i = 0; i < started; i++)
+		worker_join(&d.workers[i]);
+	for (i = 0; d.workers != NULL && i < d.nworkers; i++)
+		worker_free(&d.workers[i]);
+	free(d.workers);
+	for (i = 0; i < 4; i++)
+		if (sigs[i] != NULL)
+			event_free(sigs[i]);
+	if (d.worker_done != NULL)
+		event_free(d.worker_done);
+	audit_close(d.audit);
+	state_unref(d.state);
+	errlist_free(&errs);
+	if (d.base != NULL)
+		event_base_free(d.base);
+	return status;
+}

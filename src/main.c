@@ -1,2 +1,112 @@
+/* main.c: sluiced's command line. */
 #include "autoconf.h"
-int main(void) { return 0; }
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <openssl/ssl.h>
+#include <sodium.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "err.h"
+#include "log.h"
+#include "state.h"
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: sluiced -c FILE [--check] [-d]\n"
+	    "\n"
+	    "The sluice egress gateway daemon.\n"
+	    "\n"
+	    "  -c, --config FILE  the configuration (sluiced.yaml)\n"
+	    "      --check        validate the configuration and every policy, then exit\n"
+	    "  -d, --debug        log at debug level\n"
+	    "  -h, --help         this text\n"
+	    "  -V, --version      print the version\n"
+	    "\n"
+	    "Signals: SIGHUP re-reads policy_dir, SIGTERM drains and exits.\n");
+}
+
+/* --check runs exactly what start-up runs, without binding anything. */
+static int
+check_config(struct config *cfg)
+{
+	struct errlist errs = ERRLIST_INIT;
+	struct state *st = NULL;
+	size_t i;
+	int r;
+
+	r = state_build(cfg, NULL, 1, &st, &errs);
+	for (i = 0; i < errs.n; i++)
+		fprintf(stderr, "%s\n", errs.msgs[i]);
+	if (r == 0)
+		printf("%s: ok (%zu policies, %zu sandboxes)\n", cfg->path,
+		    st->npolicies, st->nsandboxes);
+	errlist_free(&errs);
+	state_unref(st);
+	return r == 0 ? 0 : 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check", no_argument, NULL, 'C' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct errlist errs = ERRLIST_INIT;
+	struct config *cfg = NULL;
+	const char *path = NULL;
+	int ch, check = 0, debug = 0, status;
+	size_t i;
+
+	while ((ch = getopt_long(argc, argv, "c:dhV", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': path = optarg; break;
+		case 'C': check = 1; break;
+		case 'd': debug = 1; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("sluiced %s\n", PACKAGE_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (path == NULL || optind != argc) {
+		fprintf(stderr, "sluiced: %s\n", path == NULL ?
+		    "-c FILE is required" : "unexpected argument");
+		usage(stderr);
+		return 2;
+	}
+	log_init("sluiced", debug ? LOG_LVL_DEBUG : LOG_LVL_INFO);
+	log_hook_libraries();
+	if (sodium_init() < 0) {
+		fprintf(stderr, "sluiced: libsodium cannot start\n");
+		return 1;
+	}
+	if (evthread_use_pthreads() != 0) {
+		fprintf(stderr, "sluiced: libevent has no thread support\n");
+		return 1;
+	}
+	if (config_load(path, &cfg, &errs) != 0) {
+		for (i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", errs.msgs[i]);
+		errlist_free(&errs);
+		return 1;
+	}
+	if (check)
+		status = check_config(cfg);
+	else
+		status = daemon_run(cfg);
+	config_free(cfg);
+	return status;
+}

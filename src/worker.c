@@ -1,2 +1,214 @@
-/* worker.c */
+/* worker.c: one event-loop thread with its own listeners and connections. */
 #include "autoconf.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "config.h"
+#include "conn.h"
+#include "daemon.h"
+#include "log.h"
+#include "resolve.h"
+#include "state.h"
+#include "worker.h"
+
+#define RESOLVER_CACHE	4096
+
+static void
+accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct worker_listener *l = arg;
+
+	conn_accept(l->w, fd, l->kind);
+}
+
+static void
+stop_listening(struct worker *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->nlis; i++) {
+		if (w->lis[i].lev != NULL)
+			evconnlistener_free(w->lis[i].lev);	/* closes the fd */
+		else if (w->lis[i].fd != -1)
+			close(w->lis[i].fd);
+		w->lis[i].lev = NULL;
+		w->lis[i].fd = -1;
+	}
+}
+
+/* Applies a new snapshot: new decisions use it, open connections are re-judged. */
+static void
+swap_state(struct worker *w, struct state *st)
+{
+	struct conn *c, *next;
+
+	state_unref(w->st);
+	w->st = st;
+	for (c = TAILQ_FIRST(&w->conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, link);
+		conn_rejudge(c);
+	}
+}
+
+static void
+close_all(struct worker *w, const char *reason)
+{
+	struct conn *c;
+
+	while ((c = TAILQ_FIRST(&w->conns)) != NULL)
+		conn_close(c, reason);
+}
+
+static void
+wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct state *st;
+	int cmd;
+
+	pthread_mutex_lock(&w->mtx);
+	st = w->pending;
+	w->pending = NULL;
+	cmd = w->cmd;
+	w->cmd = 0;
+	pthread_mutex_unlock(&w->mtx);
+
+	if (st != NULL)
+		swap_state(w, st);
+	if (cmd & WORKER_CMD_DRAIN) {
+		w->draining = 1;
+		stop_listening(w);
+	}
+	if (cmd & WORKER_CMD_STOP) {
+		w->draining = 1;
+		stop_listening(w);
+		close_all(w, "shutdown");
+	}
+	worker_conn_gone(w);
+}
+
+void
+worker_conn_gone(struct worker *w)
+{
+	if (w->draining && w->nconns == 0)
+		event_base_loopexit(w->base, NULL);
+}
+
+int
+worker_init(struct worker *w, struct daemon *d, unsigned idx)
+{
+	const struct config *cfg = d->cfg;
+	size_t i;
+
+	w->d = d;
+	w->idx = idx;
+	TAILQ_INIT(&w->conns);
+	pthread_mutex_init(&w->mtx, NULL);
+	if ((w->base = event_base_new()) == NULL)
+		return SL_ERR_NOMEM;
+	if ((w->wake = event_new(w->base, -1, EV_PERSIST, wake_cb, w)) == NULL)
+		return SL_ERR_NOMEM;
+	w->res = resolver_new(w->base, cfg->resolvers, cfg->nresolvers,
+	    cfg->timeouts.connect < 5000 ? cfg->timeouts.connect : 5000,
+	    RESOLVER_CACHE);
+	if (w->res == NULL)
+		return SL_ERR_INTERNAL;
+	w->st = state_ref(d->state);
+	for (i = 0; i < w->nlis; i++) {
+		w->lis[i].w = w;
+		w->lis[i].lev = evconnlistener_new(w->base, accept_cb, &w->lis[i],
+		    LEV_OPT_CLOSE_ON_FREE, -1, w->lis[i].fd);
+		if (w->lis[i].lev == NULL)
+			return SL_ERR_IO;
+	}
+	return 0;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	/* The wake event has no fd: keep looping while idle. */
+	event_base_loop(w->base, EVLOOP_NO_EXIT_ON_EMPTY);
+	atomic_fetch_add(&w->d->finished, 1);
+	event_active(w->d->worker_done, EV_READ, 0);
+	return NULL;
+}
+
+int
+worker_start(struct worker *w)
+{
+	sigset_t all, old;
+	int r;
+
+	/* Signals belong to the main thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = pthread_create(&w->thread, NULL, worker_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r == 0 ? 0 : SL_ERR_IO;
+}
+
+void
+worker_join(struct worker *w)
+{
+	pthread_join(w->thread, NULL);
+}
+
+void
+worker_free(struct worker *w)
+{
+	close_all(w, "shutdown");
+	stop_listening(w);
+	free(w->lis);
+	if (w->wake != NULL)
+		event_free(w->wake);
+	resolver_free(w->res);
+	if (w->base != NULL) {
+		/* Run once more so deferred frees of connections happen. */
+		event_base_loop(w->base, EVLOOP_NONBLOCK);
+		event_base_free(w->base);
+	}
+	state_unref(w->st);
+	state_unref(w->pending);
+	pthread_mutex_destroy(&w->mtx);
+}
+
+void
+worker_post_state(struct worker *w, struct state *st)
+{
+	pthread_mutex_lock(&w->mtx);
+	state_unref(w->pending);
+	w->pending = state_ref(st);
+	pthread_mutex_unlock(&w->mtx);
+	event_active(w->wake, EV_READ, 0);
+}
+
+void
+worker_post_cmd(struct worker *w, int cmd)
+{
+	pthread_mutex_lock(&w->mtx);
+	w->cmd |= cmd;
+	pthread_mutex_unlock(&w->mtx);
+	event_active(w->wake, EV_READ, 0);
+}
+
+const struct config *
+worker_config(const struct worker *w)
+{
+	return w->d->cfg;
+}
+
+struct audit *
+worker_audit(const struct worker *w)
+{
+	return w->d->audit;
+}

@@ -1,3 +1,61 @@
+/* worker.h: one event-loop thread with its own listeners and connections. */
 #ifndef SLUICE_WORKER_H
 #define SLUICE_WORKER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "conn.h"
+
+struct daemon;
+struct event_base;
+struct evconnlistener;
+struct config;
+struct audit;
+
+TAILQ_HEAD(conn_list, conn);
+
+struct worker_listener {
+	struct worker		*w;
+	int			 fd;
+	enum listener_kind	 kind;
+	struct evconnlistener	*lev;
+};
+
+struct worker {
+	struct daemon		*d;
+	unsigned		 idx;
+	pthread_t		 thread;
+	struct event_base	*base;
+	struct resolver		*res;
+	struct state		*st;		/* the snapshot in force here (ref) */
+	struct event		*wake;		/* posted by the main thread */
+	pthread_mutex_t		 mtx;		/* guards the two fields below */
+	struct state		*pending;	/* next snapshot (ref), or NULL */
+	int			 cmd;		/* WORKER_CMD_* bits */
+	struct worker_listener	*lis;
+	size_t			 nlis;
+	struct conn_list	 conns;
+	size_t			 nconns;
+	int			 draining;
+};
+
+#define WORKER_CMD_DRAIN	0x1	/* stop accepting, exit when idle */
+#define WORKER_CMD_STOP		0x2	/* close every connection and exit */
+
+/* Binds nothing: listener fds were created by the daemon before. */
+int	worker_init(struct worker *w, struct daemon *d, unsigned idx);
+int	worker_start(struct worker *w);
+void	worker_join(struct worker *w);
+void	worker_free(struct worker *w);
+/* From the main thread: hand over a new snapshot (takes a reference). */
+void	worker_post_state(struct worker *w, struct state *st);
+void	worker_post_cmd(struct worker *w, int cmd);
+
+/* For connections (worker thread only). */
+const struct config *worker_config(const struct worker *w);
+struct audit *worker_audit(const struct worker *w);
+void	worker_conn_gone(struct worker *w);
+
 #endif
