@@ -29,6 +29,7 @@
 #include "worker.h"
 
 #define PEEK_INITIAL	2048
+#define DENY_LINGER_MS	3000	/* a refusal's flush, and earlier answers */
 
 static const char *const state_names[] = {
 	[CS_PROXY_HEAD] = "proxy-head", [CS_SNIFF] = "sniff",
@@ -525,11 +526,11 @@ conn_deny(struct conn *c, const char *reason, const char *rule)
 		half_send(&c->down, deny_tls_alert, DENY_TLS_ALERT_LEN);
 	} else if (c->proto == SNIFF_HTTP ||
 	    (c->kind == LISTEN_PROXY && !c->tunnel)) {
-		if (c->up.fd != -1) {
-			/* A later request: stop upstream, let its bytes drain. */
-			half_want_read(&c->up, 0);
-			c->up.eof = 1;
-		}
+		/*
+		 * A later request: the ones before it still go, upstream
+		 * answers them and sees our end of stream, and the refusal
+		 * follows its last byte (relay.c, deny_flush).
+		 */
 		conn_set_state(c, CS_DENY);
 		resp = deny_http(status, status == 403 ? "denied" : "refused",
 		    rule, reason, status == 403 ?
@@ -549,8 +550,10 @@ conn_deny(struct conn *c, const char *reason, const char *rule)
 	}
 	c->close_reason = reason;
 	evtimer_del(c->timer);
-	arm_timer(c, 2000);	/* bounded time to flush the refusal */
+	arm_timer(c, DENY_LINGER_MS);	/* bounded time to flush the refusal */
 	half_want_read(&c->down, 1);	/* drain, so close does not reset */
+	if (c->up.fd != -1)
+		relay_flush(&c->up);
 	relay_flush(&c->down);
 }
 
@@ -586,7 +589,7 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		if (h == &c->down)
 			deny_drain(c);
 		else
-			half_want_read(h, 0);
+			relay_on_read(h);	/* answers to earlier requests */
 		break;
 	default:
 		half_want_read(h, 0);
@@ -639,6 +642,17 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 		arm_timer(c, cfg->timeouts.idle - (unsigned)idle * 1000);
+		return;
+	case CS_DENY:
+		if (c->up.fd != -1 && !c->up.eof) {
+			/* Upstream kept quiet too long: refuse now, then close. */
+			c->up.eof = 1;
+			half_want_read(&c->up, 0);
+			arm_timer(c, DENY_LINGER_MS);
+			relay_flush(&c->down);
+			return;
+		}
+		conn_close(c, c->close_reason);
 		return;
 	default:
 		conn_close(c, c->close_reason ? c->close_reason : "timeout");

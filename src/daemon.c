@@ -157,7 +157,6 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct daemon *d = arg;
 	struct timeval tv;
-	struct event *t;
 	size_t i;
 
 	if (sig == SIGHUP) {
@@ -176,8 +175,8 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		worker_post_cmd(&d->workers[i], WORKER_CMD_DRAIN);
 	tv.tv_sec = d->cfg->timeouts.drain / 1000;
 	tv.tv_usec = (d->cfg->timeouts.drain % 1000) * 1000;
-	if ((t = evtimer_new(d->base, drain_timeout_cb, d)) != NULL)
-		evtimer_add(t, &tv);	/* freed with the base */
+	if ((d->drain_timer = evtimer_new(d->base, drain_timeout_cb, d)) != NULL)
+		evtimer_add(d->drain_timer, &tv);
 }
 
 static void
@@ -266,6 +265,8 @@ daemon_run(struct config *cfg)
 			event_free(sigs[i]);
 	if (d.worker_done != NULL)
 		event_free(d.worker_done);
+	if (d.drain_timer != NULL)
+		event_free(d.drain_timer);
 	audit_close(d.audit);
 	state_unref(d.state);
 	errlist_free(&errs);

@@ -23,6 +23,7 @@ struct daemon {
 	uint64_t		 generation;
 	int			 draining;
 	struct event		*worker_done;	/* a worker thread ended */
+	struct event		*drain_timer;
 	atomic_uint		 finished;	/* worker threads that ended */
 };
 

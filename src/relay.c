@@ -166,10 +166,60 @@ flush_pipe(struct half *h)
 }
 
 /*
+ * In a refusal: requests sent before the refused one still go upstream,
+ * followed by our end of stream; the sandbox gets upstream's remaining
+ * answers, then the refusal, then end of stream.
+ */
+static void
+deny_flush(struct half *h)
+{
+	struct conn *c = h->c;
+	int r;
+
+	if (h == &c->up) {
+		if ((r = flush_out(h)) == 0) {
+			half_want_write(h, 1);
+			return;
+		}
+		half_want_write(h, 0);
+		if (r == -1)
+			h->eof = 1;	/* upstream is gone: refuse at once */
+		else if (!h->shut) {
+			shutdown(h->fd, SHUT_WR);
+			h->shut = 1;
+		}
+		if (r == 1)
+			return;
+		h = &c->down;
+	}
+	r = flush_pipe(h);
+	if (r == 1 && h->peer->fd != -1 && !h->peer->eof) {
+		half_want_write(h, 0);
+		half_want_read(h->peer, 1);	/* more answers may come */
+		return;
+	}
+	if (r == 1)
+		r = flush_out(h);
+	if (r == -1) {
+		conn_close(c, c->close_reason);
+		return;
+	}
+	if (r == 0) {
+		half_want_write(h, 1);
+		half_want_read(h->peer, 0);	/* back-pressure */
+		return;
+	}
+	half_want_write(h, 0);
+	if (!h->shut) {
+		shutdown(h->fd, SHUT_WR);
+		h->shut = 1;
+	}
+}
+
+/*
  * Writes everything queued for h's fd: first user-space output, then what
- * the peer spliced (in a refusal the order flips: the peer's bytes are
- * older than the refusal).  When all is out, resumes reading the peer and
- * passes on its end of stream.
+ * the peer spliced.  When all is out, resumes reading the peer and passes
+ * on its end of stream.
  */
 void
 relay_flush(struct half *h)
@@ -180,12 +230,11 @@ relay_flush(struct half *h)
 	if (h->fd == -1)
 		return;
 	if (c->state == CS_DENY) {
-		r1 = flush_pipe(h);
-		r2 = r1 == 1 ? flush_out(h) : 0;
-	} else {
-		r1 = flush_out(h);
-		r2 = r1 == 1 ? flush_pipe(h) : 0;
+		deny_flush(h);
+		return;
 	}
+	r1 = flush_out(h);
+	r2 = r1 == 1 ? flush_pipe(h) : 0;
 	if (r1 == -1 || r2 == -1) {
 		conn_close(c, errno == ECONNRESET ? "reset" : "write-error");
 		return;
@@ -196,13 +245,6 @@ relay_flush(struct half *h)
 		return;
 	}
 	half_want_write(h, 0);
-	if (c->state == CS_DENY) {
-		if (h == &c->down && !h->shut) {
-			shutdown(h->fd, SHUT_WR);
-			h->shut = 1;
-		}
-		return;
-	}
 	if (c->state != CS_RELAY)
 		return;
 	if (!h->peer->eof) {
