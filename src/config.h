@@ -69,10 +69,19 @@ struct config {
  * policy_dir) are errors.  Every problem is added to errs as
  * "file:line:col: message" naming the key; returns 0 or SL_ERR_INVALID.
  */
+#define CONFIG_MAX_BYTES	(1u << 20)
+
 int	config_load(const char *path, struct config **out, struct errlist *errs);
 /* The same from a buffer; file names the source in messages. */
 int	config_parse(const char *file, const char *buf, size_t len,
 	    struct config **out, struct errlist *errs);
 void	config_free(struct config *c);		/* accepts NULL */
+
+/*
+ * A duration as the file writes it ("10s", "500ms", "5m", "1h", a bare
+ * number of seconds) in milliseconds, 1ms to 24h.  Returns 0,
+ * SL_ERR_INVALID (syntax or zero) or SL_ERR_TOO_BIG (over 24h).
+ */
+int	config_parse_duration(const char *s, unsigned *ms);
 
 #endif

@@ -39,11 +39,16 @@ struct intercept_rule {
 	char		*label;		/* "intercept:github-read" */
 	char		 host[NAME_BUFSZ + 2];	/* normalised pattern */
 	char		**methods;	size_t nmethods;	/* uppercase; 0: any */
-	char		*path;		/* glob; NULL: any */
-	struct kv	*query;		size_t nquery;
+	char		*path;		/* glob; NULL: any.  Segments are
+					 * literal, "*" (one segment) or "**"
+					 * (any number of segments) */
+	struct kv	*query;		size_t nquery;	/* value globs: '*'
+							 * any run of bytes */
 	struct kv	*headers;	size_t nheaders;	/* names lowercased */
 	enum intercept_action action;
-	struct kv	*inject_set;	size_t ninject_set;	/* names lowercased */
+	struct kv	*inject_set;	size_t ninject_set;	/* names lowercased;
+				 * values are templates: text with
+				 * {{secret:NAME}} or {{secret:NAME | base64}} */
 	char		**inject_remove; size_t ninject_remove;	/* lowercased */
 	char		*forward_to;	/* https URL */
 	char		*forward_audience;
@@ -63,6 +68,13 @@ struct policy {
 	struct intercept_rule *intercepts; size_t nintercepts;
 	struct nameset	*allow_names, *deny_names, *intercept_names;
 	struct cidr_tree *allow_cidrs, *deny_cidrs;
+	/*
+	 * Private to policy.c: the wildcard patterns alone, and for each
+	 * rule the next one with the same pattern (UINT32_MAX: none), so that
+	 * every rule matching a name is seen, not only the most specific.
+	 */
+	struct nameset	*allow_wild, *deny_wild;
+	uint32_t	*allow_next, *deny_next;
 };
 
 /*
@@ -74,8 +86,26 @@ struct policy {
  */
 int	policy_parse(const char *file, const char *buf, size_t len,
 	    struct policy **out, struct errlist *errs);
+/* Reads path (at most POLICY_MAX_BYTES) and parses it. */
 int	policy_load(const char *path, struct policy **out, struct errlist *errs);
 void	policy_free(struct policy *p);		/* accepts NULL */
+
+#define POLICY_MAX_BYTES	(4u << 20)
+#define POLICY_MAX_NODES	1000000u	/* YAML nodes of one policy */
+
+/* Whether s names a policy, rule or sandbox: [A-Za-z0-9][A-Za-z0-9._-]{0,62}. */
+int	policy_name_valid(const char *s);
+
+/*
+ * The canonical form of a prefix (as addr_canonical for addresses): an IPv6
+ * prefix inside a range that carries IPv4 addresses (IPv4-mapped, NAT64,
+ * 6to4, ...) becomes the IPv4 prefix it covers, so ::ffff:10.0.0.0/104 is
+ * 10.0.0.0/8.  Other prefixes are copied.  SL_ERR_INVALID when the prefix
+ * straddles such a range in a way no IPv4 prefix expresses, or is narrower
+ * than the IPv4 address it carries (2002:a00:1:1::/64).
+ */
+int	policy_prefix_canonical(const struct sl_addr *in, unsigned plen,
+	    struct sl_addr *out, unsigned *out_plen);
 
 enum verdict {
 	VERDICT_CONTINUE,	/* not decided by this step */
@@ -117,5 +147,11 @@ void	policy_check_opaque(const struct policy *p, const struct sl_addr *dst,
 	    uint16_t port, struct decision *d);
 /* Whether a name could be allowed at all (DNS filter, CONNECT pre-check). */
 int	policy_name_allowed(const struct policy *p, const char *name);
+
+/*
+ * Whether a normalised name matches a pattern as policies write them (an
+ * exact name, or "*." and a suffix: any depth below, not the apex).
+ */
+int	policy_pattern_match(const char *pattern, const char *name);
 
 #endif
