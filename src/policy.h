@@ -69,7 +69,7 @@ struct policy {
 	struct nameset	*allow_names, *deny_names, *intercept_names;
 	struct cidr_tree *allow_cidrs, *deny_cidrs;
 	/*
-	 * Private to policy.c: the wildcard patterns alone, and for each
+	 * Private to policy*.c: the wildcard patterns alone, and for each
 	 * rule the next one with the same pattern (UINT32_MAX: none), so that
 	 * every rule matching a name is seen, not only the most specific.
 	 */
