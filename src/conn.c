@@ -64,8 +64,8 @@ conn_set_state(struct conn *c, enum conn_state s)
 	c->state = s;
 }
 
-static void
-arm_timer(struct conn *c, unsigned ms)
+void
+conn_arm_timer(struct conn *c, unsigned ms)
 {
 	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 
@@ -108,6 +108,8 @@ conn_take_state(struct conn *c)
 	struct sl_addr src;
 
 	if (c->st != c->w->st) {
+		/* c->dec.rule points into the snapshot we are about to drop. */
+		c->dec.rule = NULL;
 		state_unref(c->st);
 		c->st = state_ref(c->w->st);
 	}
@@ -180,7 +182,7 @@ conn_accept(struct worker *w, int fd, enum listener_kind kind)
 		return;
 	}
 	conn_set_state(c, kind == LISTEN_PROXY ? CS_PROXY_HEAD : CS_SNIFF);
-	arm_timer(c, kind == LISTEN_PROXY ? cfg->timeouts.handshake :
+	conn_arm_timer(c, kind == LISTEN_PROXY ? cfg->timeouts.handshake :
 	    cfg->timeouts.first_byte);
 	half_want_read(&c->down, 1);
 }
@@ -376,7 +378,7 @@ step_sniff(struct conn *c)
 	}
 	if (c->proto == -1 && c->peeklen > 0) {
 		/* Bytes arrived: the first-byte wait becomes the handshake limit. */
-		arm_timer(c, cfg->timeouts.handshake);
+		conn_arm_timer(c, cfg->timeouts.handshake);
 	}
 	if (sniff_proto(c->peek, c->peeklen, &p) == PARSE_NEED_MORE) {
 		if (r == SL_ERR_TOO_BIG)
@@ -455,7 +457,7 @@ conn_connect(struct conn *c)
 		conn_deny(c, "upstream-unreachable", c->dec.rule);
 		return;
 	}
-	arm_timer(c, cfg->timeouts.connect);
+	conn_arm_timer(c, cfg->timeouts.connect);
 	half_want_write(&c->up, 1);
 }
 
@@ -475,7 +477,7 @@ connect_done(struct conn *c)
 		return;
 	}
 	evtimer_del(c->timer);
-	arm_timer(c, cfg->timeouts.idle);
+	conn_arm_timer(c, cfg->timeouts.idle);
 	if (c->http != NULL) {
 		if (relay_start(c) != 0) {
 			conn_close(c, "pipe-failed");
@@ -493,8 +495,13 @@ connect_done(struct conn *c)
 	}
 	c->peek = NULL;		/* transferred */
 	c->peeklen = c->peekcap = 0;
-	if (relay_start(c) != 0)
+	if (relay_start(c) != 0) {
 		conn_close(c, "pipe-failed");
+		return;
+	}
+	/* A reload while we resolved or connected: judge again under it. */
+	if (c->state == CS_RELAY && c->st != c->w->st)
+		conn_rejudge(c);
 }
 
 void
@@ -517,6 +524,8 @@ conn_deny(struct conn *c, const char *reason, const char *rule)
 		status = 400;
 	resolve_cancel(c->rreq);
 	c->rreq = NULL;
+	if (c->http != NULL)
+		conn_http_audit(c, "deny", reason, rule);
 	if (c->up.fd != -1 && c->state != CS_RELAY) {
 		half_reset(&c->up);	/* nothing was sent upstream */
 	}
@@ -550,7 +559,7 @@ conn_deny(struct conn *c, const char *reason, const char *rule)
 	}
 	c->close_reason = reason;
 	evtimer_del(c->timer);
-	arm_timer(c, DENY_LINGER_MS);	/* bounded time to flush the refusal */
+	conn_arm_timer(c, DENY_LINGER_MS);	/* bounded time to flush the refusal */
 	half_want_read(&c->down, 1);	/* drain, so close does not reset */
 	if (c->up.fd != -1)
 		relay_flush(&c->up);
@@ -620,9 +629,13 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	switch (c->state) {
 	case CS_SNIFF:
 		if (c->peeklen == 0 && c->proto == -1) {
-			/* A silent client (server speaks first): opaque. */
+			/*
+			 * A silent client (server speaks first): opaque, and its
+			 * first bytes must prove it (relay.c checks them).
+			 */
 			c->proto = SNIFF_OPAQUE;
-			arm_timer(c, cfg->timeouts.handshake);
+			c->late_sniff = 1;
+			conn_arm_timer(c, cfg->timeouts.handshake);
 			conn_decided(c);
 			return;
 		}
@@ -641,14 +654,14 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 			conn_close(c, "idle-timeout");
 			return;
 		}
-		arm_timer(c, cfg->timeouts.idle - (unsigned)idle * 1000);
+		conn_arm_timer(c, cfg->timeouts.idle - (unsigned)idle * 1000);
 		return;
 	case CS_DENY:
 		if (c->up.fd != -1 && !c->up.eof) {
 			/* Upstream kept quiet too long: refuse now, then close. */
 			c->up.eof = 1;
 			half_want_read(&c->up, 0);
-			arm_timer(c, DENY_LINGER_MS);
+			conn_arm_timer(c, DENY_LINGER_MS);
 			relay_flush(&c->down);
 			return;
 		}
@@ -773,8 +786,8 @@ conn_rejudge(struct conn *c)
 		else
 			policy_check_opaque(c->pol, &c->dst, c->dst_port, &d);
 	}
+	c->dec = d;	/* its rule points into c->st, which we now hold */
 	if (d.verdict != VERDICT_PASS) {
-		c->dec = d;
 		c->dec.verdict = VERDICT_DENY;
 		c->close_reason = "policy-changed";
 		conn_close(c, "policy-changed");

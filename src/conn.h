@@ -34,7 +34,7 @@ enum conn_state {
 /* Output queued in user space for one side (refusals, replayed bytes). */
 struct outbuf {
 	uint8_t		*buf;
-	size_t		 len, off;
+	size_t		 len, off, cap;	/* bytes buf[off..len) are queued */
 };
 
 /* One side of a connection: down is the sandbox, up the upstream. */
@@ -80,6 +80,7 @@ struct conn {
 	struct decision	 dec;
 	struct resolve_req *rreq;
 	int		 fresh_tried;	/* binding re-checked with a fresh lookup */
+	int		 late_sniff;	/* judged opaque in silence: check its first bytes */
 
 	/* explicit proxy */
 	char		 authority[NAME_BUFSZ + 2];
@@ -95,6 +96,7 @@ struct conn {
 	size_t		 hfwd;		/* of hbuf, bytes judged and ready to forward */
 	int		 in_body;	/* between an allowed head and its end */
 	int		 http_hold;	/* a request head awaits its decision */
+	int		 in_pump;	/* the request loop is running (no recursion) */
 	const struct http_head *head;	/* the head being judged (parser-owned) */
 	unsigned	 nrequests;
 	const char	*detail;	/* static: why a request was malformed */
@@ -116,6 +118,7 @@ void	conn_rejudge(struct conn *c);
 
 /* Internal to conn*.c and relay.c. */
 void	conn_set_state(struct conn *c, enum conn_state s);
+void	conn_arm_timer(struct conn *c, unsigned ms);
 void	conn_step(struct conn *c);
 void	conn_deny(struct conn *c, const char *reason, const char *rule);
 void	conn_decided(struct conn *c);
@@ -127,6 +130,8 @@ void	conn_http_first(struct conn *c);
 void	conn_http_init_relay(struct conn *c);
 void	conn_http_read(struct conn *c);
 void	conn_http_allowed(struct conn *c);
+void	conn_http_audit(struct conn *c, const char *action,
+	    const char *reason, const char *rule);
 void	conn_proxy_read_head(struct conn *c);
 void	conn_proxy_resolved(struct conn *c, int err,
 	    const struct resolve_answer *ans);

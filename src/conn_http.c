@@ -11,11 +11,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "audit.h"
 #include "config.h"
 #include "conn.h"
 #include "httphead.h"
 #include "log.h"
 #include "relay.h"
+#include "state.h"
 #include "worker.h"
 
 #define HBUF_SLACK	(64 * 1024)	/* body bytes held beyond a head's limit */
@@ -53,6 +57,21 @@ head_name(struct conn *c, const struct http_head *h)
 	return 0;
 }
 
+/*
+ * XXX Upgrades on passed-through plain HTTP are refused: the bytes after
+ * the head may only be tunnelled once upstream answered 101, and this path
+ * does not read upstream's answers.  Interception (issue 5) judges them.
+ */
+static int
+refuse_upgrade(struct conn *c, const struct http_head *h)
+{
+	if (!h->upgrade && !h->is_connect)
+		return 0;
+	c->detail = "protocol upgrades over plain HTTP are not passed through";
+	conn_deny(c, "upgrade-unsupported", NULL);
+	return -1;
+}
+
 static void
 refuse_malformed(struct conn *c, enum http_ev ev, const char *reason)
 {
@@ -77,6 +96,7 @@ conn_http_first(struct conn *c)
 		conn_close(c, "out-of-memory");
 		return;
 	}
+	c->head = NULL;		/* the feed reuses the head's memory */
 	ev = http_reqs_feed(c->http, c->peek + c->hparsed,
 	    c->peeklen - c->hparsed, &used, &h, &reason);
 	c->hparsed += used;
@@ -88,7 +108,7 @@ conn_http_first(struct conn *c)
 	case HTTP_EV_HEAD:
 		c->head = h;
 		c->nrequests = 1;
-		if (head_name(c, h) != 0)
+		if (head_name(c, h) != 0 || refuse_upgrade(c, h) != 0)
 			return;
 		conn_decided(c);
 		return;
@@ -163,43 +183,68 @@ judge_later(struct conn *c)
 		conn_deny(c, "proxy-host-change", NULL);
 		return;
 	}
-	if (head_name(c, h) != 0)
+	if (head_name(c, h) != 0 || refuse_upgrade(c, h) != 0)
 		return;
 	conn_decided(c);	/* may hold the head for a lookup */
 }
 
 static void pump(struct conn *c);
+static void pump_loop(struct conn *c);
 
 /* The held head was allowed: send it and go on parsing. */
 void
 conn_http_allowed(struct conn *c)
 {
+	conn_http_audit(c, "pass", c->dec.reason, c->dec.rule);
 	c->http_hold = 0;
 	if (forward_head(c) != 0) {
 		conn_close(c, "out-of-memory");
 		return;
 	}
+	if (c->in_pump)
+		return;		/* the running loop goes on: no recursion */
 	pump(c);
-	if (c->state == CS_RELAY && c->hlen < hbuf_cap(c))
+	if (c->state != CS_RELAY)
+		return;
+	if (c->hlen < hbuf_cap(c))
 		half_want_read(&c->down, 1);
+	if (c->down.eof)
+		relay_flush(&c->up);	/* a held request was the last one */
 }
 
-/* Hands the rest of the stream to the splice relay (after an upgrade). */
-static void
-become_tunnel(struct conn *c)
+/* One record per plain-HTTP request decision. */
+void
+conn_http_audit(struct conn *c, const char *action, const char *reason,
+    const char *rule)
 {
-	c->hfwd = c->hlen;
-	flush_judged(c);
-	http_reqs_free(c->http);
-	c->http = NULL;
-	free(c->hbuf);
-	c->hbuf = NULL;
-	c->hlen = c->hcap = c->hparsed = 0;
-	half_want_read(&c->down, 1);
+	const struct http_head *h = c->head;
+	char target[256];
+	json_t *rec;
+
+	if (h == NULL)
+		return;
+	log_escape(h->target, h->target_len, target, sizeof(target));
+	rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s?, s:i}",
+	    "sandbox", c->sb ? c->sb->id : NULL,
+	    "policy", c->policy_name, "revision", (json_int_t)c->policy_rev,
+	    "method", h->method, "host", c->name, "target", target,
+	    "action", action, "reason", reason, "rule", rule,
+	    "n", (int)c->nrequests);
+	audit_write(worker_audit(c->w), "request", rec);
 }
 
+/* Runs the request loop once; decisions made inside it do not recurse. */
 static void
 pump(struct conn *c)
+{
+	c->in_pump = 1;
+	pump_loop(c);
+	if (c->state != CS_CLOSED)
+		c->in_pump = 0;
+}
+
+static void
+pump_loop(struct conn *c)
 {
 	const struct http_head *h;
 	const char *reason;
@@ -209,16 +254,20 @@ pump(struct conn *c)
 	while (c->state == CS_RELAY && c->http != NULL && !c->http_hold) {
 		ev = HTTP_EV_NEED_MORE;
 		used = 0;
-		if (c->hparsed < c->hlen)
+		if (c->hparsed < c->hlen) {
+			c->head = NULL;	/* the feed reuses the head's memory */
 			ev = http_reqs_feed(c->http, c->hbuf + c->hparsed,
 			    c->hlen - c->hparsed, &used, &h, &reason);
+		}
 		c->hparsed += used;
 		switch (ev) {
 		case HTTP_EV_NEED_MORE:
 			if (c->in_body)
 				c->hfwd = c->hparsed;
-			flush_judged(c);
-			relay_flush(&c->up);
+			if (flush_judged(c) != 0)
+				conn_close(c, "out-of-memory");
+			else
+				relay_flush(&c->up);
 			return;
 		case HTTP_EV_HEAD:
 			c->head = h;
@@ -230,11 +279,7 @@ pump(struct conn *c)
 			c->in_body = 0;
 			c->hfwd = c->hparsed;
 			break;
-		case HTTP_EV_TUNNEL:
-			become_tunnel(c);
-			relay_flush(&c->up);
-			return;
-		default:
+		default:	/* INVALID; TUNNEL cannot follow a refused upgrade */
 			refuse_malformed(c, ev, reason);
 			return;
 		}

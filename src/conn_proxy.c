@@ -28,17 +28,24 @@ pick_address(struct conn *c, const struct resolve_answer *ans)
 {
 	struct decision d;
 	size_t i;
+	int pass;
 
-	for (i = 0; i < ans->n; i++) {
-		if (state_is_own_addr(c->st, &ans->addrs[i]))
-			continue;
-		policy_check_dest(c->pol, &ans->addrs[i], c->authority_port, &d);
-		if (d.verdict == VERDICT_DENY)
-			continue;
-		c->dst = ans->addrs[i];
-		c->dst_port = c->authority_port;
-		return 0;
-	}
+	/* Public addresses first: a private one needs an allow CIDR. */
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < ans->n; i++) {
+			if (state_is_own_addr(c->st, &ans->addrs[i]))
+				continue;
+			if (pass == 0 &&
+			    addr_classify(&ans->addrs[i], NULL) != ADDR_PUBLIC)
+				continue;
+			policy_check_dest(c->pol, &ans->addrs[i],
+			    c->authority_port, &d);
+			if (d.verdict == VERDICT_DENY)
+				continue;
+			c->dst = ans->addrs[i];
+			c->dst_port = c->authority_port;
+			return 0;
+		}
 	return SL_ERR_NOT_FOUND;
 }
 
@@ -61,6 +68,9 @@ destination_known(struct conn *c)
 			return;
 		}
 		relay_flush(&c->down);
+		/* The client waited for the 200; now its tunnel bytes come. */
+		half_want_read(&c->down, 1);
+		conn_arm_timer(c, worker_config(c->w)->timeouts.first_byte);
 		if (c->peeklen > 0)
 			conn_step(c);
 		return;
@@ -135,7 +145,11 @@ proxy_head(struct conn *c, const struct http_head *h)
 	if (precheck(c) != 0)
 		return;
 	if (c->authority_is_ip) {
-		addr_parse(c->authority, &c->dst);
+		if (addr_parse(c->authority, &c->dst) != 0) {
+			c->detail = "bad authority";
+			conn_deny(c, "bad-request", NULL);
+			return;
+		}
 		c->dst_port = c->authority_port;
 		destination_known(c);
 		return;

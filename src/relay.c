@@ -14,9 +14,11 @@
 #include "err.h"
 #include "log.h"
 #include "relay.h"
+#include "sniff.h"
 
 #define SPLICE_CHUNK	(64 * 1024)
 #define READS_PER_WAKE	4	/* fairness between connections */
+#define RELAY_KEEP_BUF	0	/* bytes of drained queue kept (none: RSS) */
 
 void
 half_want_read(struct half *h, int on)
@@ -46,45 +48,60 @@ half_pending(const struct half *h)
 	return h->out.len - h->out.off;
 }
 
-int
-half_send_owned(struct half *h, void *buf, size_t len)
+/* Makes room for len more bytes at the end of h's queue. */
+static int
+out_reserve(struct outbuf *o, size_t len)
 {
+	size_t have = o->len - o->off, cap;
 	uint8_t *n;
-	size_t have = half_pending(h);
 
-	if (have == 0) {
-		free(h->out.buf);
-		h->out.buf = buf;
-		h->out.len = len;
-		h->out.off = 0;
-	} else {
-		if ((n = malloc(have + len)) == NULL) {
-			free(buf);
-			return SL_ERR_NOMEM;
-		}
-		memcpy(n, h->out.buf + h->out.off, have);
-		memcpy(n + have, buf, len);
-		free(buf);
-		free(h->out.buf);
-		h->out.buf = n;
-		h->out.len = have + len;
-		h->out.off = 0;
+	if (o->off > 0 && (have == 0 || o->off >= o->cap / 2)) {
+		memmove(o->buf, o->buf + o->off, have);	/* compact */
+		o->len = have;
+		o->off = 0;
 	}
-	half_want_write(h, 1);
+	if (o->cap - o->len >= len)
+		return 0;
+	cap = o->cap ? o->cap : 4096;
+	while (cap - o->len < len)
+		cap *= 2;
+	if ((n = realloc(o->buf, cap)) == NULL)
+		return SL_ERR_NOMEM;
+	o->buf = n;
+	o->cap = cap;
 	return 0;
 }
 
 int
 half_send(struct half *h, const void *data, size_t len)
 {
-	void *copy;
-
 	if (len == 0)
 		return 0;
-	if ((copy = malloc(len)) == NULL)
+	if (out_reserve(&h->out, len) != 0)
 		return SL_ERR_NOMEM;
-	memcpy(copy, data, len);
-	return half_send_owned(h, copy, len);
+	memcpy(h->out.buf + h->out.len, data, len);
+	h->out.len += len;
+	half_want_write(h, 1);
+	return 0;
+}
+
+int
+half_send_owned(struct half *h, void *buf, size_t len)
+{
+	int r;
+
+	if (half_pending(h) == 0) {
+		/* Adopt the buffer: the replayed first bytes are not copied. */
+		free(h->out.buf);
+		h->out.buf = buf;
+		h->out.len = h->out.cap = len;
+		h->out.off = 0;
+		half_want_write(h, 1);
+		return 0;
+	}
+	r = half_send(h, buf, len);
+	free(buf);
+	return r;
 }
 
 void
@@ -140,8 +157,11 @@ flush_out(struct half *h)
 		}
 		h->out.off += (size_t)n;
 	}
-	free(h->out.buf);
-	memset(&h->out, 0, sizeof(h->out));
+	h->out.off = h->out.len = 0;
+	if (h->out.cap > RELAY_KEEP_BUF) {	/* idle connections stay small */
+		free(h->out.buf);
+		memset(&h->out, 0, sizeof(h->out));
+	}
 	return 1;
 }
 
@@ -250,12 +270,42 @@ relay_flush(struct half *h)
 	if (!h->peer->eof) {
 		if (!(c->http != NULL && h->peer == &c->down && c->http_hold))
 			half_want_read(h->peer, 1);
+	} else if (c->http != NULL && h == &c->up &&
+	    (c->http_hold || c->hparsed < c->hlen)) {
+		/* A held request is still to be judged: EOF after it. */
 	} else if (!h->shut) {
 		shutdown(h->fd, SHUT_WR);	/* pass on the half-close */
 		h->shut = 1;
 	}
 	if (c->down.shut && c->up.shut)
 		conn_close(c, "closed");
+}
+
+/*
+ * A client judged opaque because it kept silent must not then speak TLS or
+ * HTTP: its name would never have been checked.  Returns 0 to relay on.
+ */
+static int
+late_sniff(struct conn *c)
+{
+	uint8_t buf[16];
+	enum sniff_proto p;
+	ssize_t n;
+
+	n = recv(c->down.fd, buf, sizeof(buf), MSG_PEEK);
+	if (n <= 0)
+		return 0;	/* end of stream and errors: the splice sees them */
+	if (sniff_proto(buf, (size_t)n, &p) == PARSE_COMPLETE &&
+	    p == SNIFF_OPAQUE) {
+		c->late_sniff = 0;
+		return 0;
+	}
+	/* XXX a prefix of TLS or HTTP is refused too, rather than waited for. */
+	c->dec.verdict = VERDICT_DENY;
+	c->dec.rule = NULL;
+	c->close_reason = "late-named-protocol";
+	conn_deny(c, "late-named-protocol", NULL);
+	return -1;
 }
 
 void
@@ -269,6 +319,8 @@ relay_on_read(struct half *h)
 		conn_http_read(c);
 		return;
 	}
+	if (c->late_sniff && h == &c->down && late_sniff(c) != 0)
+		return;
 	for (i = 0; i < READS_PER_WAKE && h->inpipe == 0; i++) {
 		n = splice(h->fd, NULL, h->pipe[1], NULL, SPLICE_CHUNK,
 		    SPLICE_F_NONBLOCK | SPLICE_F_MOVE);

@@ -23,14 +23,16 @@
 #define NBUCKETS	1024
 
 struct rentry;
+struct resolve_req;
+TAILQ_HEAD(req_list, resolve_req);
 
 struct resolve_req {
 	TAILQ_ENTRY(resolve_req) link;
+	struct req_list	*list;		/* the list it is on: waiters or ready */
 	struct rentry	*e;
 	resolve_cb	 cb;
 	void		*arg;
 };
-TAILQ_HEAD(req_list, resolve_req);
 
 struct rentry {
 	struct rentry	*next;		/* hash chain */
@@ -40,6 +42,7 @@ struct rentry {
 	int		 pending;	/* evdns queries outstanding */
 	int		 failed;	/* no answer from any resolver */
 	int		 errors;	/* queries that failed */
+	int		 busy;		/* its callbacks are running */
 	uint32_t	 ttl;
 	time_t		 expires;	/* monotonic seconds */
 	struct resolve_answer ans;	/* valid when pending == 0 */
@@ -155,15 +158,16 @@ entry_find(struct resolver *r, const char *name)
 	return NULL;
 }
 
-/* Drops idle entries from the cold end while over the bound. */
+/* Drops idle entries from the cold end while over the bound; never keep. */
 static void
-evict(struct resolver *r)
+evict(struct resolver *r, const struct rentry *keep)
 {
 	struct rentry *e, *next;
 
 	for (e = TAILQ_FIRST(&r->lru); e != NULL && r->n > r->max; e = next) {
 		next = TAILQ_NEXT(e, lru);
-		if (e->pending == 0 && TAILQ_EMPTY(&e->waiters)) {
+		if (e != keep && !e->busy && e->pending == 0 &&
+		    TAILQ_EMPTY(&e->waiters)) {
 			entry_unlink(r, e);
 			free(e);
 		}
@@ -186,7 +190,7 @@ entry_new(struct resolver *r, const char *name)
 	r->buckets[b] = e;
 	TAILQ_INSERT_TAIL(&r->lru, e, lru);
 	r->n++;
-	evict(r);
+	evict(r, e);
 	return e;
 }
 
@@ -208,11 +212,15 @@ entry_finish(struct rentry *e)
 	/* Callbacks may start new lookups on this entry: detach them first. */
 	TAILQ_INIT(&ready);
 	TAILQ_CONCAT(&ready, &e->waiters, link);
+	TAILQ_FOREACH(q, &ready, link)
+		q->list = &ready;	/* cancels during callbacks find it */
+	e->busy = 1;	/* callbacks must not evict what we still read */
 	while ((q = TAILQ_FIRST(&ready)) != NULL) {
 		TAILQ_REMOVE(&ready, q, link);
 		q->cb(e->failed ? SL_ERR_IO : 0, &e->ans, q->arg);
 		free(q);
 	}
+	e->busy = 0;
 }
 
 static void
@@ -303,6 +311,7 @@ resolve_name(struct resolver *r, const char *name, int flags,
 	q->cb = cb;
 	q->arg = arg;
 	TAILQ_INSERT_TAIL(&e->waiters, q, link);
+	q->list = &e->waiters;
 	*req = q;
 	return 1;
 }
@@ -312,7 +321,7 @@ resolve_cancel(struct resolve_req *q)
 {
 	if (q == NULL)
 		return;
-	TAILQ_REMOVE(&q->e->waiters, q, link);
+	TAILQ_REMOVE(q->list, q, link);
 	free(q);
 }
 

@@ -171,12 +171,12 @@ worker_free(struct worker *w)
 	free(w->lis);
 	if (w->wake != NULL)
 		event_free(w->wake);
-	resolver_free(w->res);
-	if (w->base != NULL) {
-		/* Run once more so deferred frees of connections happen. */
+	/* Once more, so deferred frees and deferred DNS replies run first. */
+	if (w->base != NULL)
 		event_base_loop(w->base, EVLOOP_NONBLOCK);
+	resolver_free(w->res);
+	if (w->base != NULL)
 		event_base_free(w->base);
-	}
 	state_unref(w->st);
 	state_unref(w->pending);
 	pthread_mutex_destroy(&w->mtx);
