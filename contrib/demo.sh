@@ -1,0 +1,163 @@
+#!/bin/bash
+# demo.sh: sluice in a small world of network namespaces, in about ten seconds.
+#
+# usage: sh contrib/demo.sh [SLUICED]     (default $SLUICED, else ./sluiced)
+# Needs root, iproute2, nftables, dnsmasq, curl, openssl, python3; builds
+# nothing (build first: see README.md).
+#
+# It creates a sandbox, a gateway and a small test internet out of network
+# namespaces (tests/integ/lib.sh: 198.18.0.0/15 and fd00:5c::/64 only, no
+# route anywhere else), loads contrib/sluice.nft into the gateway, makes a
+# test PKI (certs/mkpki.sh), starts the test servers and dnsmasq, and runs
+# sluiced with contrib/demo/sluiced.yaml and contrib/demo/policy.d.  Then,
+# from inside the sandbox, which has no proxy settings at all:
+#   1. an allowed HTTPS request: the upstream's answer, and its own
+#      certificate (issued by the test root: sluice passed TLS through)
+#   2. a denied HTTPS request: a TLS access_denied alert
+#   3. a denied plain-HTTP request: 403 with a JSON body
+# and the audit lines sluiced wrote.  Everything is torn down at the end.
+# Exit 0 only if everything behaved as expected.
+
+if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
+set -u
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+SLUICED=${1:-${SLUICED:-./sluiced}}
+case "$SLUICED" in /*) ;; *) SLUICED=$(pwd)/$SLUICED ;; esac
+
+die() { echo "demo: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "must run as root (it creates network namespaces)"
+[ -x "$SLUICED" ] || die "$SLUICED: not an executable; build sluiced first (README.md)"
+
+WORLD_SRCDIR=$top
+. "$top/tests/integ/lib.sh" || die "cannot read tests/integ/lib.sh"
+why=$(world_available) || die "$why"
+for t in curl openssl dnsmasq; do
+	command -v "$t" >/dev/null 2>&1 || die "$t not found (sh contrib/install-deps-debian.sh)"
+done
+[ -n "$PY" ] || die "python3 not found"
+
+RUN=$(mktemp -d "${TMPDIR:-/tmp}/sluice-demo.XXXXXX") || exit 1
+SL_PID=""
+ok=1
+finish() {
+	trap - EXIT INT TERM
+	world_down
+	if [ $ok = 1 ]; then
+		rm -rf "$RUN"
+	else
+		echo "demo: logs kept in $RUN" >&2
+	fi
+}
+trap finish EXIT
+trap 'ok=0; exit 1' INT TERM
+
+bad() { echo "  !! $*"; ok=0; }
+if [ -t 1 ]; then
+	say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
+else
+	say() { printf '\n== %s\n' "$*"; }
+fi
+sandbox() { ip netns exec "$NS_SB" "$@"; }
+
+world_init "demo$$"
+say "Building the world (namespaces $NS_SB, $NS_GW, $NS_UP)"
+"$top/certs/mkpki.sh" "$RUN/pki" $WORLD_CERT_NAMES >"$RUN/mkpki.log" 2>&1 ||
+    { ok=0; die "certs/mkpki.sh failed: $(tail -1 "$RUN/mkpki.log")"; }
+{ world_up && world_load_nft; } >"$RUN/world.log" 2>&1 ||
+    { ok=0; die "world setup failed: $(tail -1 "$RUN/world.log")"; }
+world_start_dns "$RUN" 2>>"$RUN/world.log" || { ok=0; die "dnsmasq did not start"; }
+world_start_upstreams "$RUN/pki" "$RUN/state" "$RUN" 2>>"$RUN/world.log" ||
+    { ok=0; die "test servers did not start"; }
+echo "  sandbox 198.18.0.2  ->  gateway 198.18.0.1 (sluiced, contrib/sluice.nft)  ->  test internet 198.18.1.0/24"
+echo "  allowed.test = 198.18.1.10, denied.test = 198.18.1.12 (dnsmasq in the test internet)"
+
+mkdir -p "$RUN/policy.d"
+cp "$top/contrib/demo/policy.d/"*.yaml "$top/policy.d/default.yaml" "$RUN/policy.d/"
+sed "s|@RUN@|$RUN|g" "$top/contrib/demo/sluiced.yaml" >"$RUN/sluiced.yaml"
+
+say "Starting sluiced"
+if ! ip netns exec "$NS_GW" "$SLUICED" -c "$RUN/sluiced.yaml" --check >"$RUN/check.out" 2>&1; then
+	ok=0; cat "$RUN/check.out" >&2; die "sluiced --check refused the demo configuration"
+fi
+world_spawn "$NS_GW" "$RUN/sluiced.log" "$SLUICED" -c "$RUN/sluiced.yaml"
+SL_PID=$SPAWNED
+if ! world_wait_listen "$NS_GW" 15001 50; then
+	ok=0; cat "$RUN/sluiced.log" >&2; die "sluiced did not start"
+fi
+echo "  $SLUICED -c sluiced.yaml   (policy 'agent': allow allowed.test, deny denied.test)"
+echo "  policy:"; sed -n '/^name:/,$p' "$top/contrib/demo/policy.d/agent.yaml" | sed 's/^/    /'
+
+# The sandbox's own DNS goes to sluiced's DNS listener; this demo pins the
+# names with --resolve so the requests do not depend on it.
+CURL="curl -sS --max-time 8 --cacert $RUN/pki/ca.pem"
+
+say "1. sandbox\$ curl https://allowed.test/"
+sandbox $CURL -v --resolve allowed.test:443:198.18.1.10 https://allowed.test/ \
+    >"$RUN/1.body" 2>"$RUN/1.err"
+rc=$?
+echo "  exit $rc; the upstream answered: $(cat "$RUN/1.body")"
+issuer=$(sed -n 's/^\*  *issuer: //p' "$RUN/1.err" | head -1)
+subject=$(sed -n 's/^\*  *subject: //p' "$RUN/1.err" | head -1)
+echo "  certificate: subject $subject; issuer $issuer"
+echo "  (the upstream's own certificate: sluice passed the TLS connection through)"
+[ $rc = 0 ] || bad "expected exit 0"
+grep -q 'hello from allowed-tls' "$RUN/1.body" || bad "expected the upstream's answer"
+case "$issuer" in *"Sluice Test Root CA"*) ;; *) bad "expected the test root as issuer" ;; esac
+
+say "2. sandbox\$ curl https://denied.test/"
+sandbox $CURL --resolve denied.test:443:198.18.1.12 https://denied.test/ \
+    >"$RUN/2.body" 2>"$RUN/2.err"
+rc=$?
+echo "  exit $rc: $(cat "$RUN/2.err")"
+[ $rc = 35 ] || bad "expected curl exit 35 (TLS alert)"
+grep -q 'alert access denied' "$RUN/2.err" || bad "expected a TLS access_denied alert"
+
+say "3. sandbox\$ curl http://denied.test/"
+sandbox $CURL -w 'HTTP %{http_code}\n' --resolve denied.test:80:198.18.1.12 \
+    http://denied.test/ >"$RUN/3.out" 2>&1
+rc=$?
+sed 's/^/  /' "$RUN/3.out"
+grep -q 'HTTP 403' "$RUN/3.out" || bad "expected 403"
+grep -q '"denied"' "$RUN/3.out" || bad "expected a JSON body naming the denial"
+
+say "The test internet saw"
+for s in allowed-tls denied-tls denied-http; do
+	n=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["accepted"])' "$RUN/state/$s.json" 2>/dev/null)
+	echo "  $s: ${n:-?} connection(s)"
+	case "$s" in
+	allowed-tls) [ "$n" = 1 ] || bad "expected 1 connection at allowed.test" ;;
+	*) [ "$n" = 0 ] || bad "expected nothing to reach $s" ;;
+	esac
+done
+
+say "Stopping sluiced (SIGTERM drains)"
+world_stop "$SL_PID" TERM 60
+[ "$WORLD_STOP_STATUS" = 0 ] || bad "sluiced exit status $WORLD_STOP_STATUS, expected 0"
+if grep -qiE 'error|fatal' "$RUN/sluiced.log"; then
+	sed 's/^/  /' "$RUN/sluiced.log"
+	bad "sluiced logged errors"
+else
+	echo "  done"
+fi
+
+say "The audit trail ($RUN/audit.jsonl)"
+sed 's/^/  /' "$RUN/audit.jsonl"
+"$PY" - "$RUN/audit.jsonl" <<'EOF' || ok=0
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+want = [("pass", "allowed.test"), ("deny", "denied.test"), ("deny", "denied.test")]
+got = sorted((r.get("action"), r.get("sni") or r.get("host")) for r in recs
+             if r.get("type") == "conn")
+if got != sorted(want):
+    print("  !! audit records %s, expected %s" % (got, sorted(want)))
+    sys.exit(1)
+EOF
+
+echo
+if [ $ok = 1 ]; then
+	echo "demo: everything behaved as expected"
+	exit 0
+fi
+echo "demo: something did not behave as expected (see !! above)"
+exit 1

@@ -1,0 +1,63 @@
+#!/bin/sh
+# install-deps-debian.sh: every package sluice's build, tests, fuzzers and
+# benchmarks need on Debian 12 (bookworm).  Non-interactive and idempotent:
+# when everything is installed already it changes nothing and needs no
+# network; otherwise it runs apt-get update and installs what is missing.
+# Run as root (or with sudo available).
+#
+# usage: sh contrib/install-deps-debian.sh [--force]   (--force: update and
+#        install even when every package is present)
+set -u
+
+PKGS="
+build-essential autoconf automake libtool pkg-config
+libssl-dev libevent-dev libyaml-dev libsodium-dev libjansson-dev libidn2-dev
+libcmocka-dev node-llhttp
+nftables iproute2 curl dnsutils openssl python3 dnsmasq-base socat
+clang libclang-rt-14-dev
+haproxy nginx-light libnginx-mod-stream wrk
+"
+# build        build-essential .. pkg-config, the -dev libraries, node-llhttp
+#              (llhttp's C sources, compiled in when no libllhttp is found)
+# unit tests   libcmocka-dev
+# integration  nftables iproute2 curl dnsutils openssl python3 dnsmasq-base
+#              socat (tests/integ, contrib/demo.sh)
+# fuzzers      clang, libclang-rt-14-dev (libFuzzer, ASan/UBSan runtimes;
+#              only a Recommends of clang, so named here)
+# benchmarks   haproxy nginx-light libnginx-mod-stream wrk (tests/bench)
+
+force=0
+case "${1:-}" in
+--force) force=1 ;;
+'') ;;
+*) echo "usage: $0 [--force]" >&2; exit 2 ;;
+esac
+
+if [ "$(id -u)" = 0 ]; then
+	SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+	SUDO="sudo"
+else
+	echo "install-deps-debian.sh: must run as root (or with sudo)" >&2
+	exit 1
+fi
+
+missing=""
+for p in $PKGS; do
+	s=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)
+	[ "$s" = installed ] || missing="$missing $p"
+done
+
+if [ -z "$missing" ] && [ $force = 0 ]; then
+	echo "install-deps-debian.sh: all packages present"
+	exit 0
+fi
+[ -n "$missing" ] && echo "install-deps-debian.sh: installing:$missing"
+
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q || { echo "install-deps-debian.sh: apt-get update failed" >&2; exit 1; }
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q \
+    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+    $PKGS || { echo "install-deps-debian.sh: apt-get install failed" >&2; exit 1; }
+echo "install-deps-debian.sh: done"

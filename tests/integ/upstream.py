@@ -1,0 +1,645 @@
+#!/usr/bin/env python3
+"""upstream.py: test servers, test clients and checks for sluice's integration
+tests (python3 standard library only).
+
+Servers (run inside a namespace; one process hosts many servers, one thread
+per listener, each connection in its own thread):
+
+  upstream.py serve --state-dir DIR [--ready FILE] SPEC...
+
+  SPEC is NAME=KIND;LISTEN[,LISTEN...][;CERT;KEY]  with LISTEN 1.2.3.4:443 or
+  [fd00::1]:443.  KIND is
+    tls      TLS (CERT/KEY) then HTTP/1.1 with keep-alive
+    http     plain HTTP/1.1 with keep-alive
+    echo     raw TCP echo
+    udp      counts datagrams, answers nothing
+    origdst  TCP: answers "origdst ADDR PORT via LOCALPORT\\n" from
+             SO_ORIGINAL_DST (proves the nftables redirect), then closes
+    udpecho  UDP: answers "udp via LOCALPORT <data>"
+  HTTP answers "hello from NAME\\n" (header X-Upstream: NAME); a request for
+  /big?n=BYTES answers that many bytes, /slow?ms=N waits first.
+  Each server keeps a state file DIR/NAME.json, rewritten atomically on every
+  event: accepted (TCP accepts), handshakes, tls_errors, sni (list, "" for
+  none), requests (list of {method, path, host}), bytes, datagrams.
+
+Checks:
+  upstream.py snapshot DIR > SNAP
+  upstream.py expect DIR SNAP 'NAME.FIELD=VALUE ...'
+      compares the change since SNAP.  FIELD: accepted, handshakes,
+      tls_errors, bytes, datagrams, requests (counts); hosts, paths, sni
+      (comma-separated lists of the new entries, "-" for no SNI).  NAME "*"
+      means every server (e.g. "*.accepted=0").
+  upstream.py audit FILE OFFSET [--timeout S] --expect 'k=v ...' [--expect ...]
+      waits until, among the records after line OFFSET of the JSON Lines
+      file, each --expect is matched by a distinct record (values compared as
+      text; null, true, false as in JSON; "k=~RE" is a regular expression).
+
+Clients (print what happened, one fact a line; exit 0 unless misused):
+  upstream.py tcp ADDR:PORT [--send S] [--timeout S]   S takes \\x escapes
+      prints connected / recv REPR / eof | reset | timeout | refused | error E
+  upstream.py http-seq ADDR:PORT HOST [HOST...] [--path P] [--tls-name N --ca F]
+      one request per HOST on a single kept-alive connection; prints
+      "N: status=CODE upstream=NAME body=REPR" or "N: reset|eof|timeout"
+  upstream.py hold ADDR:PORT --ready FILE --go FILE [--timeout S]
+      echo round trip, creates FILE ready, waits for FILE go, another round
+      trip on the same connection; prints "first ok|..." "second ok|..."
+  upstream.py udp ADDR:PORT [--send S] [--timeout S]
+      prints reply REPR or timeout
+"""
+
+import argparse
+import codecs
+import errno
+import json
+import os
+import re
+import select
+import signal
+import socket
+import socketserver
+import ssl
+import struct
+import sys
+import threading
+import time
+import http.server
+import urllib.parse
+
+
+def parse_hostport(s):
+    """'1.2.3.4:5' or '[v6]:5' -> (family, host, port)."""
+    if s.startswith("["):
+        host, _, port = s[1:].partition("]:")
+        return socket.AF_INET6, host, int(port)
+    host, _, port = s.rpartition(":")
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return fam, host, int(port)
+
+
+def unescape(s):
+    return codecs.decode(s.encode("latin-1"), "unicode_escape").encode("latin-1")
+
+
+# ---------------------------------------------------------------- state
+
+class State:
+    def __init__(self, path, name, kind):
+        self.path = path
+        self.lock = threading.Lock()
+        self.d = {"name": name, "kind": kind, "accepted": 0, "handshakes": 0,
+                  "tls_errors": 0, "sni": [], "requests": [], "bytes": 0,
+                  "datagrams": 0}
+        self.write()
+
+    def write(self):
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.d, f)
+        os.replace(tmp, self.path)
+
+    def bump(self, key, n=1):
+        with self.lock:
+            self.d[key] += n
+            self.write()
+
+    def append(self, key, v):
+        with self.lock:
+            self.d[key].append(v)
+            self.write()
+
+
+# ---------------------------------------------------------------- servers
+
+class TCPServer(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+    request_queue_size = 64
+
+    def __init__(self, fam, addr, handler, name, state, sslctx=None):
+        self.address_family = fam
+        self.name = name
+        self.state = state
+        self.sslctx = sslctx
+        super().__init__(addr, handler)
+
+    def server_bind(self):
+        if self.address_family == socket.AF_INET6:
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        super().server_bind()
+
+    def verify_request(self, request, client_address):
+        self.state.bump("accepted")
+        return True
+
+    def handle_error(self, request, client_address):
+        pass        # clients that reset are part of the tests
+
+
+class HTTPHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "sluice-test-upstream"
+    timeout = 30
+    tls_failed = False
+
+    def setup(self):
+        self.request.settimeout(self.timeout)
+        ctx = self.server.sslctx
+        if ctx is not None:
+            try:
+                self.request = ctx.wrap_socket(self.request, server_side=True)
+                self.server.state.bump("handshakes")
+            except (ssl.SSLError, OSError):
+                self.server.state.bump("tls_errors")
+                self.tls_failed = True
+        super().setup()
+
+    def handle(self):
+        if not self.tls_failed:
+            try:
+                super().handle()
+            except (ConnectionError, socket.timeout, ssl.SSLError):
+                pass
+
+    def finish(self):
+        try:
+            super().finish()
+        except OSError:
+            pass
+        if isinstance(self.request, ssl.SSLSocket):
+            try:
+                self.request.settimeout(1)
+                self.request.unwrap()       # close_notify, a clean TLS close
+            except (OSError, ValueError):
+                pass
+        try:
+            self.request.close()
+        except OSError:
+            pass
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def _answer(self, body_wanted=True):
+        st = self.server.state
+        st.append("requests", {"method": self.command, "path": self.path,
+                               "host": self.headers.get("Host", "")})
+        n = int(self.headers.get("Content-Length") or 0)
+        if n:
+            self.rfile.read(n)
+        u = urllib.parse.urlsplit(self.path)
+        q = urllib.parse.parse_qs(u.query)
+        if u.path == "/slow":
+            time.sleep(int(q.get("ms", ["1000"])[0]) / 1000.0)
+        if u.path == "/big":
+            body = b"x" * int(q.get("n", ["1048576"])[0])
+        else:
+            body = ("hello from %s\n" % self.server.name).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Upstream", self.server.name)
+        self.end_headers()
+        if body_wanted:
+            self.wfile.write(body)
+
+    def do_GET(self):
+        self._answer()
+
+    def do_POST(self):
+        self._answer()
+
+    def do_PUT(self):
+        self._answer()
+
+    def do_HEAD(self):
+        self._answer(False)
+
+
+class EchoHandler(socketserver.BaseRequestHandler):
+    def handle(self):
+        s = self.request
+        s.settimeout(60)
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                self.server.state.bump("bytes", len(b))
+                s.sendall(b)
+        except OSError:
+            pass
+
+
+SO_ORIGINAL_DST = 80
+
+
+def original_dst(s):
+    if s.family == socket.AF_INET:
+        raw = s.getsockopt(socket.SOL_IP, SO_ORIGINAL_DST, 16)
+        port = struct.unpack("!H", raw[2:4])[0]
+        return socket.inet_ntop(socket.AF_INET, raw[4:8]), port
+    raw = s.getsockopt(socket.IPPROTO_IPV6, SO_ORIGINAL_DST, 28)
+    port = struct.unpack("!H", raw[2:4])[0]
+    return socket.inet_ntop(socket.AF_INET6, raw[8:24]), port
+
+
+class OrigDstHandler(socketserver.BaseRequestHandler):
+    def handle(self):
+        s = self.request
+        lport = s.getsockname()[1]
+        try:
+            a, p = original_dst(s)
+        except OSError as e:
+            a, p = "none(%s)" % errno.errorcode.get(e.errno, e.errno), 0
+        try:
+            s.sendall(("origdst %s %d via %d\n" % (a, p, lport)).encode())
+        except OSError:
+            pass
+
+
+def udp_thread(fam, addr, name, state, echo):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    if fam == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    s.bind(addr)
+    lport = s.getsockname()[1]
+
+    def run():
+        while True:
+            data, peer = s.recvfrom(65536)
+            state.bump("datagrams")
+            if echo:
+                s.sendto(b"udp via %d " % lport + data, peer)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+
+
+def cmd_serve(a):
+    os.makedirs(a.state_dir, exist_ok=True)
+    threads = []
+    for spec in a.spec:
+        name, _, rest = spec.partition("=")
+        parts = rest.split(";")
+        kind, listens = parts[0], parts[1].split(",")
+        state = State(os.path.join(a.state_dir, name + ".json"), name, kind)
+        sslctx = None
+        if kind == "tls":
+            sslctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            sslctx.load_cert_chain(parts[2], parts[3])
+
+            def on_sni(sslobj, sni, ctx, state=state):
+                state.append("sni", sni or "")
+            sslctx.sni_callback = on_sni
+        for l in listens:
+            fam, host, port = parse_hostport(l)
+            if kind in ("udp", "udpecho"):
+                udp_thread(fam, (host, port), name, state, kind == "udpecho")
+                continue
+            handler = {"tls": HTTPHandler, "http": HTTPHandler,
+                       "echo": EchoHandler, "origdst": OrigDstHandler}[kind]
+            srv = TCPServer(fam, (host, port), handler, name, state, sslctx)
+            t = threading.Thread(target=srv.serve_forever, daemon=True)
+            t.start()
+            threads.append(t)
+    if a.ready:
+        with open(a.ready, "w") as f:
+            f.write("%d\n" % os.getpid())
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *x: stop.set())
+    signal.signal(signal.SIGINT, lambda *x: stop.set())
+    while not stop.wait(1):
+        pass
+    return 0
+
+
+# ---------------------------------------------------------------- checks
+
+def load_states(d):
+    out = {}
+    for fn in sorted(os.listdir(d)):
+        if fn.endswith(".json"):
+            try:
+                with open(os.path.join(d, fn)) as f:
+                    out[fn[:-5]] = json.load(f)
+            except (OSError, ValueError):
+                pass
+    return out
+
+
+def cmd_snapshot(a):
+    json.dump(load_states(a.dir), sys.stdout)
+    print()
+    return 0
+
+
+def delta(now, before, field):
+    b = before or {}
+    if field in ("accepted", "handshakes", "tls_errors", "bytes", "datagrams"):
+        return str(now[field] - b.get(field, 0))
+    if field == "requests":
+        return str(len(now["requests"]) - len(b.get("requests", [])))
+    if field in ("hosts", "paths"):
+        k = field[:-1]
+        new = now["requests"][len(b.get("requests", [])):]
+        return ",".join(r[k] for r in new)
+    if field == "sni":
+        new = now["sni"][len(b.get("sni", [])):]
+        return ",".join(s or "-" for s in new)
+    raise KeyError(field)
+
+
+def cmd_expect(a):
+    now = load_states(a.dir)
+    with open(a.snap) as f:
+        before = json.load(f)
+    bad = []
+    for e in " ".join(a.expr).split():
+        lhs, _, want = e.partition("=")
+        name, _, field = lhs.rpartition(".")
+        names = sorted(now) if name == "*" else [name]
+        for n in names:
+            if n not in now:
+                bad.append("%s: no such upstream" % n)
+                continue
+            try:
+                got = delta(now[n], before.get(n), field)
+            except KeyError:
+                bad.append("%s: unknown field %s" % (lhs, field))
+                continue
+            if got != want:
+                bad.append("%s.%s=%s (want %s)" % (n, field, got, want))
+    if bad:
+        print("upstream: " + "; ".join(bad))
+        return 1
+    return 0
+
+
+def jtext(v):
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    return str(v)
+
+
+def rec_matches(rec, conds):
+    for k, v in conds:
+        if k not in rec:
+            return False
+        got = jtext(rec[k])
+        if v.startswith("~"):
+            if not re.search(v[1:], got):
+                return False
+        elif got != v:
+            return False
+    return True
+
+
+def read_records(path, offset):
+    recs = []
+    try:
+        with open(path) as f:
+            for i, line in enumerate(f):
+                if i < offset or not line.strip():
+                    continue
+                try:
+                    recs.append(json.loads(line))
+                except ValueError:
+                    recs.append({"_unparsable": line.rstrip()})
+    except OSError:
+        pass
+    return recs
+
+
+def cmd_audit(a):
+    wants = []
+    for e in a.expect:
+        conds = []
+        for kv in e.split():
+            k, _, v = kv.partition("=")
+            conds.append((k, v))
+        wants.append((e, conds))
+    deadline = time.time() + a.timeout
+    while True:
+        recs = read_records(a.file, a.offset)
+        used, missing = set(), []
+        for e, conds in wants:
+            for i, r in enumerate(recs):
+                if i not in used and rec_matches(r, conds):
+                    used.add(i)
+                    break
+            else:
+                missing.append(e)
+        if not missing or time.time() >= deadline:
+            break
+        time.sleep(0.1)
+    if missing:
+        print("audit: no record with {%s}; new records: %s" % (
+            "}, {".join(missing),
+            " | ".join(json.dumps(r, sort_keys=True) for r in recs) or "none"))
+        return 1
+    return 0
+
+
+# ---------------------------------------------------------------- clients
+
+def connect(hp, timeout):
+    fam, host, port = parse_hostport(hp)
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect((host, port))
+    return s
+
+
+def classify(e):
+    if isinstance(e, socket.timeout):
+        return "timeout"
+    if isinstance(e, ConnectionResetError):
+        return "reset"
+    if isinstance(e, ConnectionRefusedError):
+        return "refused"
+    return "error %s" % e
+
+
+def cmd_tcp(a):
+    try:
+        s = connect(a.addr, a.timeout)
+    except OSError as e:
+        print(classify(e))
+        return 0
+    print("connected")
+    try:
+        if a.send:
+            s.sendall(unescape(a.send))
+        got = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                if got:
+                    print("recv %r" % got)
+                print("eof")
+                break
+            got += b
+            if a.send and len(got) >= len(unescape(a.send)):
+                print("recv %r" % got)
+                got = b""
+                s.shutdown(socket.SHUT_WR)
+    except OSError as e:
+        if got:
+            print("recv %r" % got)
+        print(classify(e))
+    s.close()
+    return 0
+
+
+def read_response(f):
+    line = f.readline()
+    if not line:
+        return None, None, b""
+    status = int(line.split()[1])
+    hdrs = {}
+    while True:
+        h = f.readline()
+        if h in (b"\r\n", b"\n", b""):
+            break
+        k, _, v = h.decode("latin-1").partition(":")
+        hdrs[k.strip().lower()] = v.strip()
+    if "content-length" in hdrs:
+        body = f.read(int(hdrs["content-length"]))
+    elif hdrs.get("transfer-encoding", "").lower() == "chunked":
+        body = b""
+        while True:
+            n = int(f.readline().split(b";")[0], 16)
+            if n == 0:
+                f.readline()
+                break
+            body += f.read(n)
+            f.readline()
+    else:
+        body = f.read()
+    return status, hdrs, body
+
+
+def cmd_http_seq(a):
+    try:
+        s = connect(a.addr, a.timeout)
+        if a.tls_name:
+            ctx = ssl.create_default_context(cafile=a.ca)
+            s = ctx.wrap_socket(s, server_hostname=a.tls_name)
+    except OSError as e:
+        print("0: " + classify(e))
+        return 0
+    f = s.makefile("rb")
+    for i, h in enumerate(a.hosts, 1):
+        req = "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: sluice-test\r\n\r\n" % (a.path, h)
+        try:
+            s.sendall(req.encode())
+            status, hdrs, body = read_response(f)
+        except OSError as e:
+            print("%d: %s" % (i, classify(e)))
+            break
+        if status is None:
+            print("%d: eof" % i)
+            break
+        print("%d: status=%d upstream=%s body=%r" % (
+            i, status, hdrs.get("x-upstream", "-"), body))
+    s.close()
+    return 0
+
+
+def cmd_hold(a):
+    def trip(s, msg):
+        s.sendall(msg)
+        got = b""
+        while len(got) < len(msg):
+            b = s.recv(65536)
+            if not b:
+                return "eof after %r" % got
+            got += b
+        return "ok" if got == msg else "bad %r" % got
+    try:
+        s = connect(a.addr, a.timeout)
+        print("first " + trip(s, b"first\n"), flush=True)
+    except OSError as e:
+        print("first " + classify(e))
+        return 0
+    with open(a.ready, "w") as f:
+        f.write("held\n")
+    deadline = time.time() + 30
+    while not os.path.exists(a.go) and time.time() < deadline:
+        time.sleep(0.05)
+    try:
+        print("second " + trip(s, b"second\n"))
+    except OSError as e:
+        print("second " + classify(e))
+    s.close()
+    return 0
+
+
+def cmd_udp(a):
+    fam, host, port = parse_hostport(a.addr)
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.settimeout(a.timeout)
+    try:
+        s.sendto(unescape(a.send), (host, port))
+        data, _ = s.recvfrom(65536)
+        print("reply %r" % data)
+    except OSError as e:
+        print(classify(e))
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description="sluice test servers and clients")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("serve")
+    s.add_argument("--state-dir", required=True)
+    s.add_argument("--ready")
+    s.add_argument("spec", nargs="+")
+    s.set_defaults(fn=cmd_serve)
+    s = sub.add_parser("snapshot")
+    s.add_argument("dir")
+    s.set_defaults(fn=cmd_snapshot)
+    s = sub.add_parser("expect")
+    s.add_argument("dir")
+    s.add_argument("snap")
+    s.add_argument("expr", nargs="+")
+    s.set_defaults(fn=cmd_expect)
+    s = sub.add_parser("audit")
+    s.add_argument("file")
+    s.add_argument("offset", type=int)
+    s.add_argument("--expect", action="append", required=True)
+    s.add_argument("--timeout", type=float, default=3)
+    s.set_defaults(fn=cmd_audit)
+    s = sub.add_parser("tcp")
+    s.add_argument("addr")
+    s.add_argument("--send", default="")
+    s.add_argument("--timeout", type=float, default=5)
+    s.set_defaults(fn=cmd_tcp)
+    s = sub.add_parser("http-seq")
+    s.add_argument("addr")
+    s.add_argument("hosts", nargs="+")
+    s.add_argument("--path", default="/")
+    s.add_argument("--tls-name")
+    s.add_argument("--ca")
+    s.add_argument("--timeout", type=float, default=5)
+    s.set_defaults(fn=cmd_http_seq)
+    s = sub.add_parser("hold")
+    s.add_argument("addr")
+    s.add_argument("--ready", required=True)
+    s.add_argument("--go", required=True)
+    s.add_argument("--timeout", type=float, default=5)
+    s.set_defaults(fn=cmd_hold)
+    s = sub.add_parser("udp")
+    s.add_argument("addr")
+    s.add_argument("--send", default="x")
+    s.add_argument("--timeout", type=float, default=2)
+    s.set_defaults(fn=cmd_udp)
+    a = p.parse_args()
+    return a.fn(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
