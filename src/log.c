@@ -30,6 +30,9 @@ log_level(void)
 	return log_lvl;
 }
 
+static void log_vwrite(enum log_level, const char *, const char *, va_list)
+    __attribute__((format(printf, 3, 0)));
+
 static void
 log_vwrite(enum log_level lvl, const char *comp, const char *fmt, va_list ap)
 {
