@@ -21,7 +21,9 @@
 #include "audit.h"
 #include "config.h"
 #include "conn.h"
+#include "daemon.h"
 #include "deny.h"
+#include "dnsmem.h"
 #include "httphead.h"
 #include "log.h"
 #include "relay.h"
@@ -336,6 +338,17 @@ binding_cb(int err, const struct resolve_answer *ans, void *arg)
 		binding_check(c, err, ans, 0);
 }
 
+/* Whether the DNS filter told this sandbox that c->name has c->dst. */
+static int
+dns_told(struct conn *c)
+{
+	struct sl_addr dst;
+
+	addr_canonical(&c->dst, &dst);
+	return dnsmem_has(c->w->d->dnsmem, c->sb->id ? c->sb->id : "",
+	    c->name, &dst, mono_now());
+}
+
 /* Looks name up; the answer resumes the connection in its current state. */
 void
 conn_resolve(struct conn *c, const char *name)
@@ -344,6 +357,10 @@ conn_resolve(struct conn *c, const char *name)
 	int r;
 
 	c->fresh_tried = 0;
+	if (c->state != CS_PROXY_HEAD && dns_told(c)) {
+		conn_proceed(c);	/* our DNS filter gave it this address */
+		return;
+	}
 	r = resolve_name(c->w->res, name, 0, &ans, binding_cb, c, &c->rreq);
 	if (r == 1)
 		return;		/* binding_cb resumes */
@@ -758,8 +775,7 @@ conn_close(struct conn *c, const char *reason)
 	c->http = NULL;
 	if (c->counter != NULL) {
 		atomic_fetch_sub(&c->counter->conns, 1);
-		if (atomic_fetch_sub(&c->counter->refs, 1) == 1)
-			free(c->counter);
+		sb_counter_unref(c->counter);
 		c->counter = NULL;
 	}
 	state_unref(c->st);

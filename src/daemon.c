@@ -18,16 +18,21 @@
 #include "audit.h"
 #include "config.h"
 #include "daemon.h"
+#include "dnsmem.h"
 #include "log.h"
 #include "state.h"
 #include "worker.h"
 
+/* What the DNS filter remembers for the firewall, in all; and for how long past the TTL. */
+#define DNSMEM_ENTRIES	65536
+#define DNSMEM_GRACE_S	30
+
 static int
-listen_socket(const struct endpoint *ep)
+listen_socket(const struct endpoint *ep, int type)
 {
 	int fd, one = 1;
 
-	fd = socket(ep->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(ep->ss.ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -36,7 +41,7 @@ listen_socket(const struct endpoint *ep)
 	if (ep->ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, (const struct sockaddr *)&ep->ss, ep->len) == -1 ||
-	    listen(fd, 4096) == -1) {
+	    (type == SOCK_STREAM && listen(fd, 4096) == -1)) {
 		int e = errno;
 
 		close(fd);
@@ -44,6 +49,35 @@ listen_socket(const struct endpoint *ep)
 		return -1;
 	}
 	return fd;
+}
+
+/* The DNS filter's sockets: UDP and TCP on every listen.dns endpoint. */
+static int
+open_dns(const struct config *cfg, struct worker *w)
+{
+	size_t i;
+
+	if (cfg->ndns == 0)
+		return 0;
+	w->dns_udp = calloc(cfg->ndns, sizeof(int));
+	w->dns_tcp = calloc(cfg->ndns, sizeof(int));
+	if (w->dns_udp == NULL || w->dns_tcp == NULL)
+		return SL_ERR_NOMEM;
+	for (i = 0; i < cfg->ndns; i++) {
+		w->dns_udp[i] = listen_socket(&cfg->dns[i], SOCK_DGRAM);
+		w->ndns_udp += w->dns_udp[i] != -1;
+		if (w->dns_udp[i] == -1)
+			goto fail;
+		w->dns_tcp[i] = listen_socket(&cfg->dns[i], SOCK_STREAM);
+		w->ndns_tcp += w->dns_tcp[i] != -1;
+		if (w->dns_tcp[i] == -1)
+			goto fail;
+	}
+	return 0;
+ fail:
+	log_errx("daemon", "cannot listen on %s (dns): %s", cfg->dns[i].text,
+	    strerror(errno));
+	return SL_ERR_IO;
 }
 
 static int
@@ -60,7 +94,7 @@ open_listeners(struct daemon *d, struct worker *w)
 
 		w->lis[i].kind = i < cfg->ntransparent ? LISTEN_TRANSPARENT :
 		    LISTEN_PROXY;
-		if ((w->lis[i].fd = listen_socket(ep)) == -1) {
+		if ((w->lis[i].fd = listen_socket(ep, SOCK_STREAM)) == -1) {
 			log_errx("daemon", "cannot listen on %s: %s", ep->text,
 			    strerror(errno));
 			w->nlis = i;
@@ -68,7 +102,7 @@ open_listeners(struct daemon *d, struct worker *w)
 		}
 		w->nlis = i + 1;
 	}
-	return 0;
+	return open_dns(cfg, w);
 }
 
 static int
@@ -225,6 +259,8 @@ daemon_run(struct config *cfg)
 		    strerror(errno));
 		goto out;
 	}
+	if ((d.dnsmem = dnsmem_new(DNSMEM_ENTRIES, DNSMEM_GRACE_S)) == NULL)
+		goto out;
 	d.nworkers = worker_count(cfg);
 	if ((d.workers = calloc(d.nworkers, sizeof(*d.workers))) == NULL)
 		goto out;
@@ -268,6 +304,7 @@ daemon_run(struct config *cfg)
 	if (d.drain_timer != NULL)
 		event_free(d.drain_timer);
 	audit_close(d.audit);
+	dnsmem_free(d.dnsmem);
 	state_unref(d.state);
 	errlist_free(&errs);
 	if (d.base != NULL)

@@ -12,6 +12,7 @@ struct state;
 struct worker;
 struct event_base;
 struct event;
+struct dnsmem;
 
 struct daemon {
 	struct config		*cfg;
@@ -20,6 +21,7 @@ struct daemon {
 	struct worker		*workers;
 	size_t			 nworkers;
 	struct state		*state;		/* main thread's reference */
+	struct dnsmem		*dnsmem;	/* what the DNS filter answered */
 	uint64_t		 generation;
 	int			 draining;
 	struct event		*worker_done;	/* a worker thread ended */

@@ -158,6 +158,7 @@ name_hit(const struct egress_rule *rules, const uint32_t *next,
 
 struct cidr_arg {
 	const struct egress_rule *rules;
+	enum port_need	 need;
 	uint16_t	 port;
 	uint32_t	 hit;
 };
@@ -167,9 +168,21 @@ cidr_visit(uint32_t id, void *arg)
 {
 	struct cidr_arg *a = arg;
 
-	if (!rule_covers(&a->rules[id], PORT_THIS, a->port))
+	if (!rule_covers(&a->rules[id], a->need, a->port))
 		return 0;
 	a->hit = id;
+	return 1;
+}
+
+static int
+cidr_hit_need(const struct cidr_tree *t, const struct egress_rule *rules,
+    const struct sl_addr *a, enum port_need need, uint16_t port, uint32_t *hit)
+{
+	struct cidr_arg arg = { rules, need, port, NO_RULE };
+
+	if (t == NULL || cidr_tree_walk(t, a, cidr_visit, &arg) == 0)
+		return 0;
+	*hit = arg.hit;
 	return 1;
 }
 
@@ -177,12 +190,7 @@ static int
 cidr_hit(const struct cidr_tree *t, const struct egress_rule *rules,
     const struct sl_addr *a, uint16_t port, uint32_t *hit)
 {
-	struct cidr_arg arg = { rules, port, NO_RULE };
-
-	if (t == NULL || cidr_tree_walk(t, a, cidr_visit, &arg) == 0)
-		return 0;
-	*hit = arg.hit;
-	return 1;
+	return cidr_hit_need(t, rules, a, PORT_THIS, port, hit);
 }
 
 static void
@@ -292,6 +300,28 @@ policy_check_opaque(const struct policy *p, const struct sl_addr *dst,
 		return;
 	addr_canonical(dst, &a);
 	opaque_verdict(p, &a, port, d);
+}
+
+int
+policy_addr_answerable(const struct policy *p, const struct sl_addr *addr)
+{
+	struct sl_addr a;
+	uint32_t id;
+
+	addr_canonical(addr, &a);
+	switch (addr_classify(&a, NULL)) {
+	case ADDR_FORBIDDEN:
+		return 0;
+	case ADDR_PRIVATE:
+		/* DNS rebinding: private only where an allow CIDR names it. */
+		if (!cidr_hit_need(p->allow_cidrs, p->allow, &a, PORT_ANY, 0, &id))
+			return 0;
+		break;
+	case ADDR_PUBLIC:
+		break;
+	}
+	/* A deny CIDR limited to some ports leaves the address usable. */
+	return !cidr_hit_need(p->deny_cidrs, p->deny, &a, PORT_ALL, 0, &id);
 }
 
 int

@@ -145,6 +145,12 @@ void	policy_check_name(const struct policy *p, const char *name,
  */
 void	policy_check_opaque(const struct policy *p, const struct sl_addr *dst,
 	    uint16_t port, struct decision *d);
+/*
+ * Whether the DNS filter may hand out addr for an allowed name: never a
+ * forbidden address or one in a port-less deny CIDR; a private one only
+ * when an allow CIDR covers it.
+ */
+int	policy_addr_answerable(const struct policy *p, const struct sl_addr *addr);
 /* Whether a name could be allowed at all (DNS filter, CONNECT pre-check). */
 int	policy_name_allowed(const struct policy *p, const char *name);
 

@@ -27,6 +27,7 @@ counter_new(void)
 		return NULL;
 	atomic_init(&c->refs, 1);
 	atomic_init(&c->conns, 0);
+	pthread_mutex_init(&c->dns_mtx, NULL);
 	return c;
 }
 
@@ -37,11 +38,13 @@ counter_ref(struct sb_counter *c)
 	return c;
 }
 
-static void
-counter_unref(struct sb_counter *c)
+void
+sb_counter_unref(struct sb_counter *c)
 {
-	if (c != NULL && atomic_fetch_sub(&c->refs, 1) == 1)
+	if (c != NULL && atomic_fetch_sub(&c->refs, 1) == 1) {
+		pthread_mutex_destroy(&c->dns_mtx);
 		free(c);
+	}
 }
 
 static int
@@ -284,10 +287,10 @@ state_unref(struct state *st)
 		free(st->sandboxes[i].id);
 		free(st->sandboxes[i].team);
 		free(st->sandboxes[i].project);
-		counter_unref(st->sandboxes[i].counter);
+		sb_counter_unref(st->sandboxes[i].counter);
 	}
 	free(st->sandboxes);
-	counter_unref(st->unknown.counter);
+	sb_counter_unref(st->unknown.counter);
 	cidr_tree_free(st->sources);
 	free(st->own);
 	free(st);

@@ -6,7 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pthread.h>
+
 #include "addr.h"
+#include "dnsmsg.h"
 #include "err.h"
 
 struct config;
@@ -20,6 +23,14 @@ struct cidr_tree;
 struct sb_counter {
 	atomic_uint	refs;
 	atomic_uint	conns;
+	/* DNS: the query rate limit and audit throttles, across workers */
+	pthread_mutex_t	dns_mtx;
+	struct ratelimit dns_rl;
+	int		dns_rl_init;
+	unsigned	refused;	/* refusals not yet audited */
+	uint64_t	refused_audit_ms;
+	uint64_t	audit_sec;
+	unsigned	audit_n;
 };
 
 struct sandbox {
@@ -59,6 +70,8 @@ int	state_build(const struct config *cfg, const struct state *prev,
 
 struct state *state_ref(struct state *st);
 void	state_unref(struct state *st);		/* accepts NULL */
+
+void	sb_counter_unref(struct sb_counter *c);	/* accepts NULL */
 
 /* The sandbox owning src (canonical), or &st->unknown. */
 const struct sandbox *state_sandbox_for(const struct state *st,

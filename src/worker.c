@@ -12,6 +12,7 @@
 #include "config.h"
 #include "conn.h"
 #include "daemon.h"
+#include "dns.h"
 #include "log.h"
 #include "resolve.h"
 #include "state.h"
@@ -85,10 +86,12 @@ wake_cb(evutil_socket_t fd, short what, void *arg)
 	if (cmd & WORKER_CMD_DRAIN) {
 		w->draining = 1;
 		stop_listening(w);
+		dns_worker_stop(w);
 	}
 	if (cmd & WORKER_CMD_STOP) {
 		w->draining = 1;
 		stop_listening(w);
+		dns_worker_stop(w);
 		close_all(w, "shutdown");
 	}
 	worker_conn_gone(w);
@@ -121,6 +124,8 @@ worker_init(struct worker *w, struct daemon *d, unsigned idx)
 	if (w->res == NULL)
 		return SL_ERR_INTERNAL;
 	w->st = state_ref(d->state);
+	if (dns_worker_start(w) != 0)
+		return SL_ERR_IO;
 	for (i = 0; i < w->nlis; i++) {
 		w->lis[i].w = w;
 		w->lis[i].lev = evconnlistener_new(w->base, accept_cb, &w->lis[i],
@@ -166,8 +171,19 @@ worker_join(struct worker *w)
 void
 worker_free(struct worker *w)
 {
+	size_t i;
+
 	close_all(w, "shutdown");
 	stop_listening(w);
+	dns_worker_stop(w);
+	for (i = 0; i < w->ndns_udp; i++)
+		if (w->dns_udp[i] != -1)
+			close(w->dns_udp[i]);
+	for (i = 0; i < w->ndns_tcp; i++)
+		if (w->dns_tcp[i] != -1)
+			close(w->dns_tcp[i]);
+	free(w->dns_udp);
+	free(w->dns_tcp);
 	free(w->lis);
 	if (w->wake != NULL)
 		event_free(w->wake);

@@ -13,6 +13,7 @@ struct event_base;
 struct evconnlistener;
 struct config;
 struct audit;
+struct dns_worker;
 
 TAILQ_HEAD(conn_list, conn);
 
@@ -36,6 +37,11 @@ struct worker {
 	int			 cmd;		/* WORKER_CMD_* bits */
 	struct worker_listener	*lis;
 	size_t			 nlis;
+	int			*dns_udp;	/* DNS sockets, made by the daemon */
+	size_t			 ndns_udp;
+	int			*dns_tcp;
+	size_t			 ndns_tcp;
+	struct dns_worker	*dns;		/* the DNS filter's state (dns.c) */
 	struct conn_list	 conns;
 	size_t			 nconns;
 	int			 draining;
