@@ -37,9 +37,7 @@ get32(const uint8_t *p)
 	    (uint32_t)p[2] << 8 | p[3];
 }
 
-/*
- * Names
- */
+/* Names. */
 
 /*
  * Reads the name at *pos of msg (msglen bytes); its own bytes, up to the
@@ -251,9 +249,7 @@ w_response_start(struct wbuf *w, const struct dns_query *q, uint16_t flags)
 	w_u16(w, q->qclass);
 }
 
-/*
- * Records
- */
+/* Records. */
 
 struct rr {
 	uint8_t		owner[NAME_WIRE_MAX];	/* expanded */
@@ -307,9 +303,7 @@ opt_check(const uint8_t *m, const struct rr *rr)
 	return 0;
 }
 
-/*
- * Queries
- */
+/* Queries. */
 
 int
 dns_query_parse(const uint8_t *buf, size_t len, struct dns_query *out)
@@ -406,9 +400,7 @@ dns_peek_header(const uint8_t *buf, size_t len, uint16_t *id,
 	return 0;
 }
 
-/*
- * The answer filter
- */
+/* The answer filter. */
 
 /* What a validated upstream response holds. */
 struct resp_info {
@@ -881,9 +873,7 @@ dns_filter_answer(const uint8_t *resp, size_t len, const struct dns_query *q,
 	return 0;
 }
 
-/*
- * Rate limit
- */
+/* Rate limit. */
 
 void
 ratelimit_init(struct ratelimit *rl, double rate, double burst,

@@ -105,7 +105,7 @@ struct dns_kept {
 
 /* Policy hooks for the answer filter; return 1 to keep. */
 struct dns_filter_ops {
-	int	(*name_ok)(const char *name, void *arg);	/* CNAME targets */
+	int	(*name_ok)(const char *name, void *arg);	/* CNAME, SVCB targets */
 	int	(*addr_ok)(const struct sl_addr *a, void *arg);	/* A/AAAA data */
 	void	*arg;
 };
@@ -143,14 +143,17 @@ struct dns_filter_result {
  * question as in dns_build_error; then the answer section, in upstream's
  * order, judged record by record against a CNAME chain that starts at
  * q->name:
- *  - records of a class other than IN, or whose owner is not a chain name,
- *    are dropped;
+ *  - records of a class other than IN, or whose owner is not (yet) a
+ *    chain name, are dropped: a record that comes before the CNAME that
+ *    brings its owner into the chain goes (resolvers write chains in
+ *    order);
  *  - a CNAME owned by the last chain name extends the chain when name_ok
  *    accepts its target; otherwise (refused, unreadable, the root, a name
  *    already in the chain, or 16 names reached) it is dropped, the chain
  *    is closed and cut_cnames counts it, so records of later names go;
  *    other CNAMEs of chain names are dropped;
- *  - A/AAAA are kept when addr_ok accepts their canonical address;
+ *  - A/AAAA of any chain name are kept when addr_ok accepts their
+ *    canonical address;
  *  - HTTPS/SVCB lose their ech SvcParam (key 5) and the ipv4hint/ipv6hint
  *    entries addr_ok refuses (a hint left empty goes); a record whose
  *    TargetName is compressed or not "." and refused by name_ok, whose
@@ -158,7 +161,10 @@ struct dns_filter_result {
  *    removed key, is dropped;
  *  - MX, SRV, NS, PTR: their names are decompressed and written whole;
  *    TXT: character-strings checked and copied;
- *  - every other type (SOA, DNAME, RRSIG, ...) is dropped.
+ *  - every other type (SOA, DNAME, RRSIG, ...) is dropped;
+ *  - malformed RDATA (an A of 5 bytes, a bad name, a TXT string past the
+ *    end) drops its record, not the message.  All drops but policy ones
+ *    count in res->dropped.
  * Owners and names in RDATA are written lowercased; a TTL with the top bit
  * set is written as 0 (RFC 2181 8).  Authority and additional sections
  * are dropped; an OPT record (udp size DNS_EDNS_UDP, DO echoed) is written

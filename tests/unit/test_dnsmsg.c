@@ -536,7 +536,7 @@ test_query_truncated(void **state)
 		cut->len = n;
 		parse_bad(cut);
 		/* Exactly n bytes, so a sanitizer sees any read past them. */
-		exact = malloc(n + 1);
+		exact = malloc(n > 0 ? n : 1);
 		assert_non_null(exact);
 		memcpy(exact, p->b, n);
 		assert_int_equal(dns_query_parse(exact, n, &q), PARSE_INVALID);
@@ -1493,7 +1493,7 @@ test_filter_truncated_input(void **state)
 		memcpy(cut->b, p->b, n);
 		cut->len = n;
 		assert_int_equal(filter(cut, &q, 1), SL_ERR_INVALID);
-		exact = malloc(n + 1);
+		exact = malloc(n > 0 ? n : 1);
 		assert_non_null(exact);
 		memcpy(exact, p->b, n);
 		assert_int_equal(dns_filter_answer(exact, n, &q, UPID, 1, &ops,
