@@ -15,7 +15,7 @@ libssl-dev libevent-dev libyaml-dev libsodium-dev libjansson-dev libidn2-dev
 libcmocka-dev node-llhttp
 nftables iproute2 curl dnsutils openssl python3 dnsmasq-base socat
 clang libclang-rt-14-dev
-haproxy nginx-light libnginx-mod-stream wrk
+haproxy nginx-light libnginx-mod-stream wrk dnsperf
 "
 # build        build-essential .. pkg-config, the -dev libraries, node-llhttp
 #              (llhttp's C sources, compiled in when no libllhttp is found)
@@ -24,7 +24,7 @@ haproxy nginx-light libnginx-mod-stream wrk
 #              socat (tests/integ, contrib/demo.sh)
 # fuzzers      clang, libclang-rt-14-dev (libFuzzer, ASan/UBSan runtimes;
 #              only a Recommends of clang, so named here)
-# benchmarks   haproxy nginx-light libnginx-mod-stream wrk (tests/bench)
+# benchmarks   haproxy nginx-light libnginx-mod-stream wrk dnsperf (tests/bench)
 
 force=0
 case "${1:-}" in
