@@ -7,6 +7,7 @@
 
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6/ip6_tables.h>
 #include <errno.h>
@@ -78,7 +79,13 @@ int
 conn_half_init(struct conn *c, struct half *h, int fd)
 {
 	struct event_base *base = c->w->base;
+	int one = 1;
 
+	/*
+	 * We relay whatever arrives at once: Nagle would hold a small write
+	 * for the peer's delayed ACK, tens of milliseconds a round trip.
+	 */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	h->fd = fd;
 	h->rev = event_new(base, fd, EV_READ | EV_PERSIST, conn_read_cb, h);
 	h->wev = event_new(base, fd, EV_WRITE | EV_PERSIST, conn_write_cb, h);
