@@ -35,7 +35,7 @@
 #define DENY_LINGER_MS	3000	/* a refusal's flush, and earlier answers */
 
 static const char *const state_names[] = {
-	[CS_PROXY_HEAD] = "proxy-head", [CS_SNIFF] = "sniff",
+	[CS_NEW] = "new", [CS_PROXY_HEAD] = "proxy-head", [CS_SNIFF] = "sniff",
 	[CS_RESOLVE] = "resolve", [CS_CONNECT] = "connect",
 	[CS_RELAY] = "relay", [CS_DENY] = "deny", [CS_CLOSED] = "closed",
 };
@@ -178,16 +178,19 @@ conn_accept(struct worker *w, int fd, enum listener_kind kind)
 		conn_close(c, "no-peer-address");
 		return;
 	}
+	if (kind == LISTEN_TRANSPARENT && original_dst(c, fd) != 0) {
+		conn_close(c, "no-original-destination");
+		return;
+	}
 	conn_take_state(c);
 	c->counter = c->sb->counter;
 	atomic_fetch_add(&c->counter->refs, 1);
 	if (atomic_fetch_add(&c->counter->conns, 1) >= cfg->limits.connections) {
+		struct linger lg = { 1, 0 };
+
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 		c->dec.verdict = VERDICT_DENY;
 		conn_close(c, "connection-limit");
-		return;
-	}
-	if (kind == LISTEN_TRANSPARENT && original_dst(c, fd) != 0) {
-		conn_close(c, "no-original-destination");
 		return;
 	}
 	conn_set_state(c, kind == LISTEN_PROXY ? CS_PROXY_HEAD : CS_SNIFF);
@@ -500,6 +503,7 @@ connect_done(struct conn *c)
 		conn_deny(c, "upstream-unreachable", c->dec.rule);
 		return;
 	}
+	c->upstream_used = 1;
 	evtimer_del(c->timer);
 	conn_arm_timer(c, cfg->timeouts.idle);
 	if (c->http != NULL) {
@@ -566,11 +570,11 @@ conn_deny(struct conn *c, const char *reason, const char *rule)
 		 */
 		conn_set_state(c, CS_DENY);
 		resp = deny_http(status, status == 403 ? "denied" : "refused",
-		    rule, reason, status == 403 ?
+		    rule, reason, c->detail != NULL ? c->detail :
+		    status == 403 ?
 		    "sluice: this request is not allowed by the sandbox's egress "
 		    "policy; other routes to it are blocked too" :
-		    c->detail ? c->detail : "sluice: the request could not be forwarded",
-		    &len);
+		    "sluice: the request could not be forwarded", &len);
 		if (resp == NULL || half_send_owned(&c->down, resp, len) != 0) {
 			conn_close(c, reason);
 			return;
@@ -598,7 +602,16 @@ deny_drain(struct conn *c)
 	ssize_t n;
 
 	n = read(c->down.fd, buf, sizeof(buf));
-	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR))
+	if (n == -1 && errno != EAGAIN && errno != EINTR) {
+		conn_close(c, c->close_reason);
+		return;
+	}
+	if (n != 0)
+		return;
+	/* The client is done sending; what we owe it still goes out. */
+	c->down.eof = 1;
+	half_want_read(&c->down, 0);
+	if (c->down.shut)
 		conn_close(c, c->close_reason);
 }
 
@@ -714,7 +727,7 @@ conn_audit(struct conn *c, const char *reason)
 	addr_format(&c->src, src, sizeof(src));
 	addr_format(&c->dst, dst, sizeof(dst));
 	up[0] = '\0';
-	if (c->updst.family != 0 && pass) {
+	if (c->updst.family != 0 && c->upstream_used) {
 		char a[ADDR_STRLEN];
 
 		addr_format(&c->updst, a, sizeof(a));

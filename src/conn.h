@@ -22,6 +22,7 @@ enum listener_kind { LISTEN_TRANSPARENT, LISTEN_PROXY };
 
 /* One state per connection, changed only by conn_set_state(). */
 enum conn_state {
+	CS_NEW,			/* accepted, not yet set up */
 	CS_PROXY_HEAD,		/* proxy: reading the CONNECT or first request head */
 	CS_SNIFF,		/* reading the first bytes (ClientHello, request head) */
 	CS_RESOLVE,		/* checking that the name owns the address */
@@ -80,6 +81,7 @@ struct conn {
 	struct decision	 dec;
 	struct resolve_req *rreq;
 	int		 fresh_tried;	/* binding re-checked with a fresh lookup */
+	int		 upstream_used;	/* connected upstream: audit says where */
 	int		 late_sniff;	/* judged opaque in silence: check its first bytes */
 
 	/* explicit proxy */

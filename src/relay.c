@@ -234,6 +234,8 @@ deny_flush(struct half *h)
 		shutdown(h->fd, SHUT_WR);
 		h->shut = 1;
 	}
+	if (h->eof)
+		conn_close(c, c->close_reason);	/* both ways are done */
 }
 
 /*

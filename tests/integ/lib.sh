@@ -25,6 +25,8 @@
 #   (no name)     198.18.1.14 fd00:5c::2:14  bare-tls :443    bare-echo :7
 #   (no name)     198.18.1.15 fd00:5c::2:15  cidr-tls :443    cidr-echo :7
 #                                            cidr-echo8 :8
+#   xn--bcher-kva.test (IDN "bücher.test")
+#                 198.18.1.16 fd00:5c::2:16  idn-tls :443
 #   private.test  10.0.0.5 (never reachable: nothing listens, no route)
 #   gw.test       198.18.1.1 (the gateway itself: gwself-tls :443 runs in gw,
 #                 and gwself-echo on 198.18.0.1:22, its sandbox side)
@@ -44,7 +46,8 @@ WORLD_PIDS=""
 
 # Test names of the PKI (certs/mkpki.sh arguments).
 WORLD_CERT_NAMES="allowed.test other.test denied.test blocked.test private.test \
-gw.test,198.18.1.1 198.18.1.14,fd00:5c::2:14 198.18.1.15,fd00:5c::2:15"
+gw.test,198.18.1.1 198.18.1.14,fd00:5c::2:14 198.18.1.15,fd00:5c::2:15 \
+xn--bcher-kva.test"
 
 world_log() { echo "world: $*" >&2; }
 
@@ -215,7 +218,8 @@ world_start_dns() {
 	    --host-record=denied.test,198.18.1.12,fd00:5c::2:12 \
 	    --host-record=blocked.test,198.18.1.13 \
 	    --host-record=private.test,10.0.0.5 \
-	    --host-record=gw.test,198.18.1.1
+	    --host-record=gw.test,198.18.1.1 \
+	    --host-record=xn--bcher-kva.test,198.18.1.16,fd00:5c::2:16
 	WORLD_DNS_PID=$SPAWNED
 	world_wait_listen "$NS_UP" 53 || { world_log "dnsmasq did not start:"; cat "$d/dnsmasq.out" >&2; return 1; }
 }
@@ -238,6 +242,7 @@ world_start_upstreams() {
 	set -- "$@" "cidr-tls=tls;198.18.1.15:443,[fd00:5c::2:15]:443;$pki/198.18.1.15.pem;$pki/198.18.1.15.key" \
 	    "cidr-echo=echo;198.18.1.15:7,[fd00:5c::2:15]:7" \
 	    "cidr-echo8=echo;198.18.1.15:8,[fd00:5c::2:15]:8"
+	set -- "$@" "idn-tls=tls;198.18.1.16:443,[fd00:5c::2:16]:443;$pki/xn--bcher-kva.test.pem;$pki/xn--bcher-kva.test.key"
 	set -- "$@" "udp-sink=udp;198.18.1.10:443"
 	world_spawn "$NS_UP" "$logd/upstream.log" "$PY" "$UPSTREAM_PY" serve \
 	    --state-dir "$st" --ready "$st/ready" "$@"

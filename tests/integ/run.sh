@@ -26,9 +26,12 @@
 # only by the "policy" step).
 #
 # SCENARIO FILES: tests/integ/scenarios/NAME.scn, run in name order (st-*
-# are the self-test's).  A scenario is data: bash assignments of the keys
-# below, nothing else; a variable that is not a key is an error (a typo would
-# drop an expectation).  Unknown verbs and steps fail the scenario.
+# are the self-test's).  NAME.scn.pending is a scenario that shows a known
+# daemon bug: not run (its desc says what is expected); rename it to
+# NAME.scn once the bug is fixed.  A scenario is data: bash assignments of
+# the keys below, nothing else; a variable that is not a key is an error (a
+# typo would drop an expectation).  Unknown verbs and steps fail the
+# scenario.
 #
 #   desc='...'            what it shows (printed on failure)
 #   mode=daemon           daemon (default); direct or nft run only --selftest
@@ -38,15 +41,32 @@
 #   policy_yaml='...'     inline policy, written to policy_dir; its "name:"
 #                         names it and sb1 gets it unless policy= is given
 #   fresh=1               restart sluiced before this scenario
+#   cfg_limits='k: v, ...'    sluiced.yaml "limits" for this scenario (e.g.
+#                         'connections: 3'); absent: sluiced's defaults
+#   cfg_timeouts='k: v, ...'  replaces those keys of the default timeouts
+#                         (handshake 5s, idle 30s, connect 3s, first_byte
+#                         1s, drain 3s), e.g. 'handshake: 2s, idle: 2s'
+#   sb2_policy=NAME       register sb2 (198.18.0.3, fd00:5c::1:3) as a
+#                         sandbox of its own with that policy
 #   steps='client'        what to do, ';'-separated, in order:
 #       client              run the client action
 #       sighup | sigterm    signal sluiced
 #       policy NAME FILE    install tests/integ/policies/FILE as NAME.yaml
-#       wait_log ERE        wait (3 s) for ERE in sluiced's log of this scenario
+#       wait_log ERE        wait (3 s) for ERE in sluiced's log of this scenario,
+#                           after the place an earlier wait_log matched
+#       wait_audit k=v ...  wait (3 s) for such an audit record (as in
+#                           expect_audit) written during the scenario
 #       alive               sluiced must still run
-#       hold ADDR:PORT      open an echo connection and keep it (background)
-#       release [closed]    use the held connection again (it must work, or
-#                           with "closed" it must have been closed), close it
+#       hold ADDR:PORT [ID [tls=NAME]]  open an echo connection and keep it
+#                           (background); several may be held at once under
+#                           distinct IDs; tls=NAME: an HTTPS connection with
+#                           SNI and Host NAME, each round trip a GET
+#       release [ID] [closed]  use the held connection ID (default 1) again
+#                           (it must work, or with "closed" it must have
+#                           been closed), close it
+#       trip ADDR:PORT ok|reset|fail [sb|sb2]  a new echo connection (from
+#                           the scenario's namespace or the one named) must
+#                           echo (ok), be reset without echo, or not echo
 #       refused ADDR:PORT   a new TCP echo round trip must fail (tried once
 #                           sluiced stops listening on 15001, or after 2 s)
 #       exited STATUS       sluiced must exit (drain + 3 s) with STATUS
@@ -58,7 +78,12 @@
 #                           ARGS, sending "GET / HTTP/1.1" with Host = the
 #                           -servername (else the -connect host), Connection:
 #                           close
-#       tcp ADDR:PORT [DATA]        raw TCP (upstream.py tcp, \x escapes)
+#       tcp ADDR:PORT [DATA [OPT...]]  raw TCP (upstream.py tcp, \x escapes;
+#                                   OPT e.g. --wait 1.5: silent first)
+#       raw ADDR:PORT DATA [OPT...] DATA in one write, the answers parsed
+#                                   as HTTP responses (upstream.py raw)
+#       hello ADDR:PORT [OPT...]    a built ClientHello (upstream.py hello:
+#                                   --sni N --pad B --cut B --wait S)
 #       http-seq ADDR:PORT HOST...  requests on one kept-alive connection
 #       udp ADDR:PORT [DATA]        one datagram, wait for a reply
 #       dig ARGS                    dig +time=1 +tries=1 ARGS
@@ -74,7 +99,8 @@
 #                         "allowed-tls.sni=allowed.test")
 #   expect_audit='k=v ...'  one line per audit record that must have been
 #                         written during the scenario (upstream.py audit;
-#                         "k=~ERE" matches a regular expression)
+#                         "k=~ERE" matches a regular expression); a line
+#                         '#N k=v ...' means exactly N such records
 #   expect_log='ERE'      every line must match sluiced's log of the scenario
 #
 # Output: "PASS name" or "FAIL name: why" per scenario, then "N passed, N
@@ -128,7 +154,8 @@ fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-integ.XXXXXX") || exit 1
 PKI=$WORK/pki CA=$WORK/pki/ca.pem STATE=$WORK/state
 npass=0 nfail=0
-SL_PID="" SL_KEY="" SL_RUN="" SL_N=0 HOLD_PID="" REDIR_PID=""
+SL_PID="" SL_KEY="" SL_RUN="" SL_N=0 REDIR_PID=""
+declare -A HOLD_PIDS=()
 world_mode=""
 
 cleanup() {
@@ -222,6 +249,28 @@ sluiced_status() {
 
 sluiced_alive() { [ -n "$SL_PID" ] && kill -0 "$SL_PID" 2>/dev/null; }
 
+# merge_map "k: v, ..." "k: v, ...": the first flow map's pairs, each
+# replaced by the second's of the same key, then the second's new keys.
+merge_map() {
+	local kv k o1 out="" seen=" " dflt ovr
+	IFS=',' read -ra dflt <<<"$1"
+	IFS=',' read -ra ovr <<<"$2"
+	for kv in "${dflt[@]}"; do
+		k=${kv%%:*}; k=${k// /}
+		for o1 in "${ovr[@]}"; do
+			[ "$(printf '%s' "${o1%%:*}" | tr -d ' ')" = "$k" ] && kv=$o1
+		done
+		out="$out${out:+, }${kv#"${kv%%[! ]*}"}"
+		seen="$seen$k "
+	done
+	for kv in "${ovr[@]}"; do
+		k=${kv%%:*}; k=${k// /}
+		[ -z "$k" ] && continue
+		case "$seen" in *" $k "*) ;; *) out="$out${out:+, }${kv#"${kv%%[! ]*}"}" ;; esac
+	done
+	echo "$out"
+}
+
 # sluiced_start KEY: a fresh instance with its own run directory.
 sluiced_start() {
 	local key=$1 f
@@ -246,10 +295,12 @@ policy_dir: $SL_RUN/policy.d
 upstream_ca: $CA
 audit: {path: $SL_RUN/audit.jsonl, fsync: always}
 workers: 2
-timeouts: {handshake: 5s, idle: 30s, connect: 3s, first_byte: 1s, drain: 3s}
+timeouts: {$(merge_map "handshake: 5s, idle: 30s, connect: 3s, first_byte: 1s, drain: 3s" "$cfg_timeouts")}
 sandboxes:
   - {id: sb1, sources: ["198.18.0.2", "fd00:5c::1:2"], policy: $sb1_policy}
 EOF
+	[ -z "$sb2_policy" ] || echo "  - {id: sb2, sources: [\"198.18.0.3\", \"fd00:5c::1:3\"], policy: $sb2_policy}" >>"$SL_RUN/sluiced.yaml"
+	[ -z "$cfg_limits" ] || echo "limits: {$cfg_limits}" >>"$SL_RUN/sluiced.yaml"
 	: >"$SL_RUN/audit.jsonl"
 	world_spawn "$NS_GW" "$SL_RUN/sluiced.log" "$SLUICED" -c "$SL_RUN/sluiced.yaml"
 	SL_PID=$SPAWNED
@@ -271,12 +322,14 @@ EOF
 
 scn_reset() {
 	desc="" mode=daemon from=sb policy="" policy_yaml="" fresh=0
+	cfg_limits="" cfg_timeouts="" sb2_policy=""
 	steps=client client="" timeout=8
 	expect_exit="" expect_status="" expect_out="" expect_not_out=""
 	expect_up="" expect_audit="" expect_log=""
 }
 
-SCN_KEYS=" PIPESTATUS BASH_LINENO _ desc mode from policy policy_yaml fresh steps client timeout expect_exit \
+SCN_KEYS=" PIPESTATUS BASH_LINENO _ desc mode from policy policy_yaml fresh cfg_limits cfg_timeouts \
+sb2_policy steps client timeout expect_exit \
 expect_status expect_out expect_not_out expect_up expect_audit expect_log "
 
 # scn_lint FILE: every variable the file sets must be a known key (a typo
@@ -296,7 +349,7 @@ scn_lint() {
 
 # The client's namespace.
 cns() {
-	case "$from" in
+	case "${1:-$from}" in
 	sb2) echo "$NS_SB2" ;; up) echo "$NS_UP" ;; gw) echo "$NS_GW" ;; *) echo "$NS_SB" ;;
 	esac
 }
@@ -329,7 +382,15 @@ run_client() {
 		echo $? >"$d/exit" ;;
 	tcp|udp)
 		timeout $((timeout + 2)) ip netns exec "$(cns)" "$PY" "$UPSTREAM_PY" \
-		    "$verb" "$1" --timeout "$timeout" ${2+--send "$2"} >"$d/out" 2>&1
+		    "$verb" "$1" --timeout "$timeout" ${2+--send "$2"} "${@:3}" >"$d/out" 2>&1
+		echo $? >"$d/exit" ;;
+	raw)
+		timeout $((timeout + 2)) ip netns exec "$(cns)" "$PY" "$UPSTREAM_PY" \
+		    raw "$1" --timeout "$timeout" --send "$2" "${@:3}" >"$d/out" 2>&1
+		echo $? >"$d/exit" ;;
+	hello)
+		timeout $((timeout + 2)) ip netns exec "$(cns)" "$PY" "$UPSTREAM_PY" \
+		    hello "$1" --timeout "$timeout" "${@:2}" >"$d/out" 2>&1
 		echo $? >"$d/exit" ;;
 	http-seq)
 		timeout $((timeout + 2)) ip netns exec "$(cns)" "$PY" "$UPSTREAM_PY" \
@@ -350,7 +411,7 @@ run_client() {
 
 # step WORDS...: one step; sets why and returns 1 on failure.
 step() {
-	local n=0 st
+	local n=0 st id a=()
 	case "$1" in
 	client) run_client ;;
 	sighup|sigterm)
@@ -369,31 +430,67 @@ step() {
 		    { why="cannot install policy $3"; return 1; } ;;
 	wait_log)
 		shift
-		while ! tail -c +"$log_off" "$SL_RUN/sluiced.log" | grep -Eq -- "$*"; do
+		while st=$(tail -c +"$wait_off" "$SL_RUN/sluiced.log" |
+		    grep -Ebo -m1 -- "$*" | head -1 | cut -d: -f1); [ -z "$st" ]; do
 			[ $n -ge 30 ] && { why="sluiced never logged /$*/"; return 1; }
 			sleep 0.1; n=$((n + 1))
-		done ;;
+		done
+		wait_off=$((wait_off + st + 1)) ;;
+	wait_audit)
+		shift
+		"$PY" "$UPSTREAM_PY" audit "$SL_RUN/audit.jsonl" "$audit_off" \
+		    --timeout 3 --expect "$*" >"$D/wait_audit.out" 2>&1 ||
+		    { why="wait_audit: $(head -c 1500 "$D/wait_audit.out")"; return 1; } ;;
 	alive)
 		sluiced_alive || { why="sluiced is not running"; return 1; } ;;
 	hold)
-		rm -f "$D/held" "$D/go"
-		ip netns exec "$(cns)" "$PY" "$UPSTREAM_PY" hold "$2" --ready "$D/held" \
-		    --go "$D/go" >"$D/hold.out" 2>&1 &
-		HOLD_PID=$!
-		world_wait_file "$D/held" 50 || { why="hold: $(cat "$D/hold.out")"; return 1; }
-		grep -q '^first ok' "$D/hold.out" || { why="hold: $(cat "$D/hold.out")"; return 1; } ;;
+		id=${3:-1}
+		[ -z "${HOLD_PIDS[$id]:-}" ] || { why="hold: $id is held already"; return 1; }
+		rm -f "$D/held.$id" "$D/go.$id"
+		a=()
+		case "${4:-}" in
+		'') ;;
+		tls=?*) a=(--tls-name "${4#tls=}" --ca "$CA") ;;
+		*) why="hold: bad option '$4'"; return 1 ;;
+		esac
+		ip netns exec "$(cns)" "$PY" "$UPSTREAM_PY" hold "$2" --ready "$D/held.$id" \
+		    --go "$D/go.$id" "${a[@]}" >"$D/hold.$id.out" 2>&1 &
+		HOLD_PIDS[$id]=$!
+		world_wait_file "$D/held.$id" 50 || { why="hold $id: $(cat "$D/hold.$id.out")"; return 1; }
+		grep -q '^first ok' "$D/hold.$id.out" || { why="hold $id: $(cat "$D/hold.$id.out")"; return 1; } ;;
 	release)
-		touch "$D/go"
-		wait "$HOLD_PID"; HOLD_PID=""
-		if [ "${2:-}" = closed ]; then
-			if grep -q '^second ok' "$D/hold.out"; then
-				why="held connection still served after the drain timeout"
+		id=1 st=""
+		shift
+		for a in "$@"; do
+			case "$a" in closed) st=closed ;; *) id=$a ;; esac
+		done
+		[ -n "${HOLD_PIDS[$id]:-}" ] || { why="release: $id is not held"; return 1; }
+		touch "$D/go.$id"
+		wait "${HOLD_PIDS[$id]}"; unset "HOLD_PIDS[$id]"
+		if [ "$st" = closed ]; then
+			if grep -q '^second ok' "$D/hold.$id.out"; then
+				why="held connection $id still served, want it closed"
 				return 1
 			fi
 		else
-			grep -q '^second ok' "$D/hold.out" ||
-			    { why="release: $(tr '\n' ' ' <"$D/hold.out")"; return 1; }
+			grep -q '^second ok' "$D/hold.$id.out" ||
+			    { why="release $id: $(tr '\n' ' ' <"$D/hold.$id.out")"; return 1; }
 		fi ;;
+	trip)
+		case "${3:-}" in ok|reset|fail) ;; *) why="trip: want ok, reset or fail"; return 1 ;; esac
+		timeout 6 ip netns exec "$(cns "${4:-}")" "$PY" "$UPSTREAM_PY" tcp "$2" --timeout 3 \
+		    --send 'trip\n' >"$D/trip.out" 2>&1
+		st=$(tr '\n' ' ' <"$D/trip.out")
+		case "$3" in
+		ok) grep -q "^recv b'trip" "$D/trip.out" ||
+			{ why="trip $2 ${4:-}: no echo: $st"; return 1; } ;;
+		reset) if grep -q '^recv' "$D/trip.out" || ! grep -q '^reset' "$D/trip.out"; then
+			why="trip $2 ${4:-}: not reset: $st"; return 1
+		fi ;;
+		fail) grep -q '^recv' "$D/trip.out" &&
+			{ why="trip $2 ${4:-}: echoed: $st"; return 1; } ;;
+		esac
+		return 0 ;;
 	refused)
 		# give a draining sluiced up to 2 s to close its listener
 		while [ -n "$(in_ns "$NS_GW" ss -Hltn 'sport = :15001' 2>/dev/null)" ] && [ $n -lt 20 ]; do
@@ -487,7 +584,7 @@ run_scenario() {
 		set_world_mode "$mode" || why="cannot set up world mode $mode"
 	fi
 	if [ -z "$why" ] && [ "$mode" = daemon ]; then
-		key="$sb1_policy|$(printf '%s' "$policy_yaml" | cksum)"
+		key="$sb1_policy|$(printf '%s' "$policy_yaml" | cksum)|$cfg_limits|$cfg_timeouts|$sb2_policy"
 		if [ "$fresh" = 1 ] || [ "$key" != "$SL_KEY" ] || ! sluiced_alive; then
 			sluiced_start "$key"
 		fi
@@ -499,6 +596,7 @@ run_scenario() {
 		else
 			audit_off=0 log_off=1
 		fi
+		wait_off=$log_off
 		"$PY" "$UPSTREAM_PY" snapshot "$STATE" >"$D/snap.json"
 		IFS=';' read -ra ss <<<"$steps"
 		for s in "${ss[@]}"; do
@@ -511,7 +609,10 @@ run_scenario() {
 				break
 			fi
 		done
-		[ -n "$HOLD_PID" ] && { kill "$HOLD_PID" 2>/dev/null; wait "$HOLD_PID"; HOLD_PID=""; }
+		for s in "${!HOLD_PIDS[@]}"; do
+			kill "${HOLD_PIDS[$s]}" 2>/dev/null; wait "${HOLD_PIDS[$s]}"
+		done
+		HOLD_PIDS=()
 		[ -z "$why" ] && check
 		if [ "$mode" = daemon ] && [ -n "$SL_PID" ] && ! sluiced_alive; then
 			wait "$SL_PID"; s=$?

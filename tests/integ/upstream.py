@@ -33,16 +33,33 @@ Checks:
       waits until, among the records after line OFFSET of the JSON Lines
       file, each --expect is matched by a distinct record (values compared as
       text; null, true, false as in JSON; "k=~RE" is a regular expression).
+      An --expect '#N k=v ...' wants exactly N matching records instead.
 
 Clients (print what happened, one fact a line; exit 0 unless misused):
-  upstream.py tcp ADDR:PORT [--send S] [--timeout S]   S takes \\x escapes
+  upstream.py tcp ADDR:PORT [--send S] [--wait S] [--timeout S]
+      S takes \\x escapes; --wait keeps silent that long before sending
       prints connected / recv REPR / eof | reset | timeout | refused | error E
+  upstream.py raw ADDR:PORT --send S [--wait S] [--close] [--timeout S]
+      sends S (\\x escapes) in one write, reads until end of stream (--close:
+      half-closes after sending), parses what came back as HTTP responses:
+      "N: status=CODE upstream=NAME body=REPR" each, then "trailing REPR"
+      for bytes that are no response, then eof | reset | timeout
+  upstream.py hello ADDR:PORT [--sni N] [--alpn P,...] [--pad BYTES]
+                   [--cut BYTES] [--wait S] [--timeout S]
+      sends a ClientHello built here (TLS 1.3 style, one record; --pad adds
+      a padding extension, --cut sends only its first BYTES and keeps
+      silent); prints "hello BYTES", then what came back: "server-hello",
+      "alert LEVEL DESCRIPTION", "recv REPR", then eof | reset | timeout,
+      and "elapsed=S" (whole seconds from the send to the end)
   upstream.py http-seq ADDR:PORT HOST [HOST...] [--path P] [--tls-name N --ca F]
       one request per HOST on a single kept-alive connection; prints
       "N: status=CODE upstream=NAME body=REPR" or "N: reset|eof|timeout"
   upstream.py hold ADDR:PORT --ready FILE --go FILE [--timeout S]
+                  [--tls-name N --ca F]
       echo round trip, creates FILE ready, waits for FILE go, another round
-      trip on the same connection; prints "first ok|..." "second ok|..."
+      trip on the same connection; prints "first ok|..." "second ok|...";
+      with --tls-name each round trip is an HTTPS GET (TLS to N, kept
+      alive) that must answer 200
   upstream.py udp ADDR:PORT [--send S] [--timeout S]
       prints reply REPR or timeout
 """
@@ -416,16 +433,24 @@ def read_records(path, offset):
 def cmd_audit(a):
     wants = []
     for e in a.expect:
-        conds = []
+        conds, count = [], None
         for kv in e.split():
+            if kv.startswith("#") and count is None and not conds:
+                count = int(kv[1:])
+                continue
             k, _, v = kv.partition("=")
             conds.append((k, v))
-        wants.append((e, conds))
+        wants.append((e, conds, count))
     deadline = time.time() + a.timeout
     while True:
         recs = read_records(a.file, a.offset)
         used, missing = set(), []
-        for e, conds in wants:
+        for e, conds, count in wants:
+            if count is not None:
+                n = sum(1 for r in recs if rec_matches(r, conds))
+                if n != count:
+                    missing.append("%s (found %d)" % (e, n))
+                continue
             for i, r in enumerate(recs):
                 if i not in used and rec_matches(r, conds):
                     used.add(i)
@@ -471,6 +496,8 @@ def cmd_tcp(a):
         return 0
     print("connected")
     try:
+        if a.wait:
+            time.sleep(a.wait)
         if a.send:
             s.sendall(unescape(a.send))
         got = b""
@@ -490,6 +517,176 @@ def cmd_tcp(a):
         if got:
             print("recv %r" % got)
         print(classify(e))
+    s.close()
+    return 0
+
+
+def parse_responses(data):
+    """Splits bytes into HTTP/1.1 responses (Content-Length or chunked
+    bodies; anything else ends at the end of the data).  Returns
+    (list of (status, headers, body), trailing bytes)."""
+    out = []
+    while data:
+        end = data.find(b"\r\n\r\n")
+        if not data.startswith(b"HTTP/") or end < 0:
+            break
+        lines = data[:end].decode("latin-1").split("\r\n")
+        try:
+            status = int(lines[0].split()[1])
+        except (IndexError, ValueError):
+            break
+        hdrs = {}
+        for h in lines[1:]:
+            k, _, v = h.partition(":")
+            hdrs[k.strip().lower()] = v.strip()
+        rest = data[end + 4:]
+        if "content-length" in hdrs:
+            n = int(hdrs["content-length"])
+            if len(rest) < n:
+                break
+            body, data = rest[:n], rest[n:]
+        elif hdrs.get("transfer-encoding", "").lower() == "chunked":
+            body, pos = b"", 0
+            while True:
+                eol = rest.find(b"\r\n", pos)
+                if eol < 0:
+                    return out, data
+                n = int(rest[pos:eol].split(b";")[0], 16)
+                if n == 0:
+                    pos = rest.find(b"\r\n", eol + 2) + 2
+                    break
+                body += rest[eol + 2:eol + 2 + n]
+                pos = eol + 2 + n + 2
+            data = rest[pos:]
+        else:
+            body, data = rest, b""
+        out.append((status, hdrs, body))
+    return out, data
+
+
+def read_all(s):
+    """Reads until end of stream; returns (bytes, how it ended)."""
+    got = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                return got, "eof"
+            got += b
+    except OSError as e:
+        return got, classify(e)
+
+
+def cmd_raw(a):
+    try:
+        s = connect(a.addr, a.timeout)
+    except OSError as e:
+        print(classify(e))
+        return 0
+    print("connected")
+    end = None
+    try:
+        if a.wait:
+            time.sleep(a.wait)
+        s.sendall(unescape(a.send))
+        if a.close:
+            s.shutdown(socket.SHUT_WR)
+    except OSError as e:
+        end = classify(e)
+    got, how = read_all(s)
+    resps, rest = parse_responses(got)
+    for i, (status, hdrs, body) in enumerate(resps, 1):
+        print("%d: status=%d upstream=%s body=%r" % (
+            i, status, hdrs.get("x-upstream", "-"), body))
+    if rest:
+        print("trailing %r" % rest)
+    print(end or how)
+    s.close()
+    return 0
+
+
+def ext(typ, body):
+    return struct.pack("!HH", typ, len(body)) + body
+
+
+def client_hello(sni=None, alpn=(), pad=0):
+    """A ClientHello record as a TLS 1.3 client sends it (one record)."""
+    exts = b""
+    if sni:
+        n = sni.encode("utf-8")
+        entry = b"\x00" + struct.pack("!H", len(n)) + n
+        exts += ext(0, struct.pack("!H", len(entry)) + entry)
+    exts += ext(10, b"\x00\x04\x00\x1d\x00\x17")            # groups
+    exts += ext(13, b"\x00\x06\x04\x03\x08\x04\x04\x01")    # sig algs
+    exts += ext(43, b"\x04\x03\x04\x03\x03")                 # versions
+    exts += ext(51, b"\x00\x24\x00\x1d\x00\x20" + os.urandom(32))  # key share
+    if alpn:
+        lst = b"".join(bytes([len(p)]) + p.encode() for p in alpn)
+        exts += ext(16, struct.pack("!H", len(lst)) + lst)
+    if pad:
+        exts += ext(21, b"\x00" * pad)
+    suites = b"\x13\x01\x13\x02\x13\x03\xc0\x2b\xc0\x2f"
+    body = (b"\x03\x03" + os.urandom(32) + b"\x20" + os.urandom(32) +
+            struct.pack("!H", len(suites)) + suites + b"\x01\x00" +
+            struct.pack("!H", len(exts)) + exts)
+    hs = b"\x01" + struct.pack("!I", len(body))[1:] + body
+    return b"\x16\x03\x01" + struct.pack("!H", len(hs)) + hs
+
+
+ALERTS = {0: "close_notify", 10: "unexpected_message", 40: "handshake_failure",
+          47: "illegal_parameter", 49: "access_denied", 50: "decode_error",
+          70: "protocol_version", 80: "internal_error",
+          112: "unrecognized_name"}
+
+
+def cmd_hello(a):
+    hello = client_hello(a.sni, [p for p in a.alpn.split(",") if p], a.pad)
+    if a.cut:
+        hello = hello[:a.cut]
+    try:
+        s = connect(a.addr, a.timeout)
+    except OSError as e:
+        print(classify(e))
+        return 0
+    print("connected")
+    t0 = None
+    end = None
+    try:
+        if a.wait:
+            time.sleep(a.wait)
+        t0 = time.time()
+        s.sendall(hello)
+        print("hello %d" % len(hello))
+    except OSError as e:
+        end = classify(e)
+    got, how = b"", None
+    while end is None and how is None:
+        try:
+            b = s.recv(65536)
+        except OSError as e:
+            how = classify(e)
+            break
+        if not b:
+            how = "eof"
+        got += b
+        while len(got) >= 5 and len(got) >= 5 + struct.unpack("!H", got[3:5])[0]:
+            typ, n = got[0], struct.unpack("!H", got[3:5])[0]
+            rec, got = got[5:5 + n], got[5 + n:]
+            if typ == 21 and len(rec) == 2:
+                print("alert %s %s" % (
+                    {1: "warning", 2: "fatal"}.get(rec[0], rec[0]),
+                    ALERTS.get(rec[1], rec[1])))
+            elif typ == 22 and rec[:1] == b"\x02":
+                print("server-hello")
+                how = "closed by us"    # the upstream answered: enough
+                break
+            else:
+                print("recv %r" % (bytes([typ]) + rec))
+    if got and how != "closed by us":
+        print("recv %r" % got)
+    print(end or how)
+    if t0 is not None:
+        print("elapsed=%d" % int(time.time() - t0))
     s.close()
     return 0
 
@@ -559,8 +756,22 @@ def cmd_hold(a):
                 return "eof after %r" % got
             got += b
         return "ok" if got == msg else "bad %r" % got
+
+    def https_trip(s, msg):
+        s.sendall(("GET /hold/%s HTTP/1.1\r\nHost: %s\r\n\r\n" % (
+            msg.decode().strip(), a.tls_name)).encode())
+        status, hdrs, body = read_response(rf)
+        if status is None:
+            return "eof"
+        return "ok" if status == 200 else "status %d" % status
+    rf = None
     try:
         s = connect(a.addr, a.timeout)
+        if a.tls_name:
+            ctx = ssl.create_default_context(cafile=a.ca)
+            s = ctx.wrap_socket(s, server_hostname=a.tls_name)
+            rf = s.makefile("rb")
+            trip = https_trip
         print("first " + trip(s, b"first\n"), flush=True)
     except OSError as e:
         print("first " + classify(e))
@@ -616,8 +827,25 @@ def main():
     s = sub.add_parser("tcp")
     s.add_argument("addr")
     s.add_argument("--send", default="")
+    s.add_argument("--wait", type=float, default=0)
     s.add_argument("--timeout", type=float, default=5)
     s.set_defaults(fn=cmd_tcp)
+    s = sub.add_parser("raw")
+    s.add_argument("addr")
+    s.add_argument("--send", required=True)
+    s.add_argument("--wait", type=float, default=0)
+    s.add_argument("--close", action="store_true")
+    s.add_argument("--timeout", type=float, default=5)
+    s.set_defaults(fn=cmd_raw)
+    s = sub.add_parser("hello")
+    s.add_argument("addr")
+    s.add_argument("--sni")
+    s.add_argument("--alpn", default="")
+    s.add_argument("--pad", type=int, default=0)
+    s.add_argument("--cut", type=int, default=0)
+    s.add_argument("--wait", type=float, default=0)
+    s.add_argument("--timeout", type=float, default=5)
+    s.set_defaults(fn=cmd_hello)
     s = sub.add_parser("http-seq")
     s.add_argument("addr")
     s.add_argument("hosts", nargs="+")
@@ -628,6 +856,8 @@ def main():
     s.set_defaults(fn=cmd_http_seq)
     s = sub.add_parser("hold")
     s.add_argument("addr")
+    s.add_argument("--tls-name")
+    s.add_argument("--ca")
     s.add_argument("--ready", required=True)
     s.add_argument("--go", required=True)
     s.add_argument("--timeout", type=float, default=5)
