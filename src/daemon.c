@@ -23,8 +23,8 @@
 #include "state.h"
 #include "worker.h"
 
-/* What the DNS filter remembers for the firewall, in all; and for how long past the TTL. */
-#define DNSMEM_ENTRIES	65536
+/* What the DNS filter remembers per sandbox, and for how long past the TTL. */
+#define DNSMEM_ENTRIES	4096
 #define DNSMEM_GRACE_S	30
 
 static int

@@ -11,13 +11,14 @@
 /*
  * Shared by every worker: the DNS filter adds what it answered, the
  * firewall asks whether a sandbox was told that name has that address
- * (SPEC, decision 4).  Entries live for their TTL plus a grace, and the
- * table is bounded: each of its shards evicts its oldest entry when full.
- * Each call takes one shard's mutex for a hash lookup; nothing else.
+ * (SPEC, decision 4).  Entries live for their TTL plus a grace; each
+ * sandbox keeps at most max_per_sandbox of them, its own oldest evicted
+ * first, so one sandbox cannot push out another's.  Each call takes one
+ * shard's mutex for a hash lookup; nothing else.
  */
 struct dnsmem;
 
-struct dnsmem *dnsmem_new(size_t max_entries, unsigned grace_s);
+struct dnsmem *dnsmem_new(size_t max_per_sandbox, unsigned grace_s);
 void	dnsmem_free(struct dnsmem *m);		/* accepts NULL */
 
 /*
