@@ -754,6 +754,13 @@ conn_audit(struct conn *c, const char *reason)
 	    "duration_ms", (json_int_t)ms);
 	if (rec != NULL && pass)
 		json_object_set_new(rec, "close", json_string(reason));
+	/*
+	 * ECH hides the real name behind the one we judged.  Browsers send a
+	 * GREASE ECH extension that looks the same, so it is recorded, not
+	 * refused; the DNS filter withholds real ECH configurations.
+	 */
+	if (rec != NULL && c->proto == SNIFF_TLS && c->hello.has_ech)
+		json_object_set_new(rec, "ech", json_true());
 	if (rec != NULL && c->detail != NULL)
 		json_object_set_new(rec, "detail", json_string(c->detail));
 	if (rec != NULL && c->kind == LISTEN_PROXY && c->authority[0])
