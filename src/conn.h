@@ -129,6 +129,9 @@ void	conn_proceed(struct conn *c);
 int	conn_peek_read(struct conn *c, size_t cap);
 void	conn_resolve(struct conn *c, const char *name);
 void	conn_http_first(struct conn *c);
+struct http_head;
+int	conn_peek_feed(struct conn *c, const struct http_head **h,
+	    const char **reason);
 void	conn_http_init_relay(struct conn *c);
 void	conn_http_read(struct conn *c);
 void	conn_http_allowed(struct conn *c);

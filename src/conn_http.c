@@ -81,6 +81,30 @@ refuse_malformed(struct conn *c, enum http_ev ev, const char *reason)
 	    "bad-request", NULL);
 }
 
+/*
+ * Feeds the peek buffer's bytes not yet parsed to the request parser,
+ * made on first use.  Returns the event; SL_ERR_NOMEM as -1 after closing.
+ */
+int
+conn_peek_feed(struct conn *c, const struct http_head **h,
+    const char **reason)
+{
+	const struct config *cfg = worker_config(c->w);
+	size_t used = 0;
+	enum http_ev ev;
+
+	if (c->http == NULL &&
+	    (c->http = http_reqs_new(cfg->limits.header_bytes)) == NULL) {
+		conn_close(c, "out-of-memory");
+		return -1;
+	}
+	c->head = NULL;		/* the feed reuses the head's memory */
+	ev = http_reqs_feed(c->http, c->peek + c->hparsed,
+	    c->peeklen - c->hparsed, &used, h, reason);
+	c->hparsed += used;
+	return (int)ev;
+}
+
 /* CS_SNIFF: the first request head, from the peek buffer. */
 void
 conn_http_first(struct conn *c)
@@ -88,19 +112,11 @@ conn_http_first(struct conn *c)
 	const struct config *cfg = worker_config(c->w);
 	const struct http_head *h = NULL;
 	const char *reason = NULL;
-	enum http_ev ev;
-	size_t used = 0;
+	int ev;
 
-	if (c->http == NULL &&
-	    (c->http = http_reqs_new(cfg->limits.header_bytes)) == NULL) {
-		conn_close(c, "out-of-memory");
+	switch ((ev = conn_peek_feed(c, &h, &reason))) {
+	case -1:
 		return;
-	}
-	c->head = NULL;		/* the feed reuses the head's memory */
-	ev = http_reqs_feed(c->http, c->peek + c->hparsed,
-	    c->peeklen - c->hparsed, &used, &h, &reason);
-	c->hparsed += used;
-	switch (ev) {
 	case HTTP_EV_NEED_MORE:
 		if (c->peeklen >= cfg->limits.header_bytes)
 			refuse_malformed(c, HTTP_EV_INVALID, "header too large");
@@ -113,7 +129,7 @@ conn_http_first(struct conn *c)
 		conn_decided(c);
 		return;
 	default:
-		refuse_malformed(c, ev, reason);
+		refuse_malformed(c, (enum http_ev)ev, reason);
 		return;
 	}
 }

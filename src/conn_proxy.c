@@ -164,8 +164,6 @@ conn_proxy_read_head(struct conn *c)
 	const struct config *cfg = worker_config(c->w);
 	const struct http_head *h = NULL;
 	const char *reason = NULL;
-	enum http_ev ev;
-	size_t used = 0;
 	int r;
 
 	c->proto = SNIFF_HTTP;	/* refusals here are HTTP responses */
@@ -175,15 +173,9 @@ conn_proxy_read_head(struct conn *c)
 		conn_close(c, r == SL_ERR_NOT_FOUND ? "client-closed" : "read-error");
 		return;
 	}
-	if (c->http == NULL &&
-	    (c->http = http_reqs_new(cfg->limits.header_bytes)) == NULL) {
-		conn_close(c, "out-of-memory");
+	switch (conn_peek_feed(c, &h, &reason)) {
+	case -1:
 		return;
-	}
-	ev = http_reqs_feed(c->http, c->peek + c->hparsed,
-	    c->peeklen - c->hparsed, &used, &h, &reason);
-	c->hparsed += used;
-	switch (ev) {
 	case HTTP_EV_NEED_MORE:
 		if (r == SL_ERR_TOO_BIG) {
 			c->detail = "header too large";
