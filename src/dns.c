@@ -46,6 +46,7 @@ struct dnstcp {
 	TAILQ_ENTRY(dnstcp) link;
 	int		 fd;
 	struct event	*rev, *wev, *timer;
+	struct sb_counter *counter;	/* counted against (ref) */
 	struct sockaddr_storage from;
 	socklen_t	 fromlen;
 	uint8_t		 in[2 + TCP_MSG_MAX];
@@ -75,6 +76,7 @@ struct dns_worker {
 	struct event	**uev;
 	size_t		 nuev;
 	struct evconnlistener **tlev;
+	struct event	**tresume;
 	size_t		 ntlev;
 	TAILQ_HEAD(, dnstcp) tcps;
 	TAILQ_HEAD(, dnsq) qs;
@@ -334,8 +336,11 @@ rate_ok(struct worker *w, const struct sandbox *sb, const struct policy *pol,
 	}
 	pthread_mutex_unlock(&cnt->dns_mtx);
 	if (audit) {
-		json_t *rec = json_pack("{s:s?, s:s, s:s, s:s, s:s, s:i}",
-		    "sandbox", sb->id, "policy", pol->name, "name", q->name,
+		char tbuf[16];
+		json_t *rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:i}",
+		    "sandbox", sb->id, "policy", pol->name,
+		    "revision", (json_int_t)pol->revision, "name", q->name,
+		    "qtype", qtype_name(q->qtype, tbuf, sizeof(tbuf)),
 		    "verdict", "refused", "reason", "rate-limit",
 		    "refused_since_last", (int)dropped);
 		audit_write(worker_audit(w), "dns", rec);
@@ -445,6 +450,9 @@ tcp_free(struct dnstcp *t)
 		event_free(t->timer);
 		close(t->fd);
 		t->fd = -1;
+		atomic_fetch_sub(&t->counter->conns, 1);
+		sb_counter_unref(t->counter);
+		t->counter = NULL;
 	}
 	t->closed = 1;
 	if (t->inflight > 0)
@@ -519,18 +527,60 @@ tcp_timer_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
+tcp_accept_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct worker *w = arg;
+	size_t i;
+
+	for (i = 0; i < w->dns->ntlev; i++)
+		if (w->dns->tlev[i] == lev)
+			worker_pause_listener(w, lev, w->dns->tresume[i]);
+}
+
+/* A sandbox's DNS connections count against its connection limit. */
+static struct sb_counter *
+tcp_count(struct worker *w, struct sockaddr *sa, int salen)
+{
+	const struct sandbox *sb;
+	struct sb_counter *cnt;
+	struct sl_addr src;
+
+	if (addr_from_sockaddr(sa, (socklen_t)salen, &src, NULL) != 0)
+		return NULL;
+	addr_canonical(&src, &src);
+	sb = state_sandbox_for(w->st, &src);
+	cnt = sb->counter;
+	if (atomic_fetch_add(&cnt->conns, 1) >= worker_config(w)->limits.connections) {
+		atomic_fetch_sub(&cnt->conns, 1);
+		return NULL;
+	}
+	atomic_fetch_add(&cnt->refs, 1);
+	return cnt;
+}
+
+static void
 tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
 	struct worker *w = arg;
 	struct timeval tv = { TCP_IDLE_MS / 1000, 0 };
+	struct linger lg = { 1, 0 };
+	struct sb_counter *cnt;
 	struct dnstcp *t;
 
+	if ((cnt = tcp_count(w, sa, salen)) == NULL) {
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(fd);	/* over its limit: a reset */
+		return;
+	}
 	if ((t = calloc(1, sizeof(*t))) == NULL) {
+		atomic_fetch_sub(&cnt->conns, 1);
+		sb_counter_unref(cnt);
 		close(fd);
 		return;
 	}
 	t->w = w;
+	t->counter = cnt;
 	t->fd = fd;
 	memcpy(&t->from, sa, (size_t)salen < sizeof(t->from) ? (size_t)salen :
 	    sizeof(t->from));
@@ -562,7 +612,8 @@ dns_worker_start(struct worker *w)
 	w->dns = dw;
 	dw->uev = calloc(w->ndns_udp ? w->ndns_udp : 1, sizeof(*dw->uev));
 	dw->tlev = calloc(w->ndns_tcp ? w->ndns_tcp : 1, sizeof(*dw->tlev));
-	if (dw->uev == NULL || dw->tlev == NULL)
+	dw->tresume = calloc(w->ndns_tcp ? w->ndns_tcp : 1, sizeof(*dw->tresume));
+	if (dw->uev == NULL || dw->tlev == NULL || dw->tresume == NULL)
 		return SL_ERR_NOMEM;
 	for (i = 0; i < w->ndns_udp; i++) {
 		dw->uev[i] = event_new(w->base, w->dns_udp[i], EV_READ | EV_PERSIST,
@@ -578,6 +629,8 @@ dns_worker_start(struct worker *w)
 			return SL_ERR_IO;
 		w->dns_tcp[i] = -1;	/* the listener owns it now */
 		dw->ntlev++;
+		evconnlistener_set_error_cb(dw->tlev[i], tcp_accept_error_cb);
+		dw->tresume[i] = worker_resume_event(w, dw->tlev[i]);
 	}
 	return 0;
 }
@@ -598,10 +651,14 @@ dns_worker_stop(struct worker *w)
 		tcp_free(t);
 	for (i = 0; i < dw->nuev; i++)
 		event_free(dw->uev[i]);
-	for (i = 0; i < dw->ntlev; i++)
+	for (i = 0; i < dw->ntlev; i++) {
+		if (dw->tresume[i] != NULL)
+			event_free(dw->tresume[i]);
 		evconnlistener_free(dw->tlev[i]);
+	}
 	free(dw->uev);
 	free(dw->tlev);
+	free(dw->tresume);
 	free(dw);
 	w->dns = NULL;
 }

@@ -1,6 +1,7 @@
 /* worker.c: one event-loop thread with its own listeners and connections. */
 #include "autoconf.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +31,52 @@ accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 }
 
 static void
+resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	evconnlistener_enable(arg);
+}
+
+struct event *
+worker_resume_event(struct worker *w, struct evconnlistener *lev)
+{
+	return evtimer_new(w->base, resume_cb, lev);
+}
+
+void
+worker_pause_listener(struct worker *w, struct evconnlistener *lev,
+    struct event *resume)
+{
+	static const struct timeval pause = { 0, 100000 };
+	int e = errno;
+	time_t now = time(NULL);
+
+	evconnlistener_disable(lev);
+	if (resume != NULL)
+		evtimer_add(resume, &pause);
+	if (now != w->last_accept_warn) {	/* once a second at most */
+		w->last_accept_warn = now;
+		log_warnx("worker", "accept failed: %s; not accepting for 100 ms",
+		    strerror(e));
+	}
+}
+
+static void
+accept_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct worker_listener *l = arg;
+
+	worker_pause_listener(l->w, lev, l->resume);
+}
+
+static void
 stop_listening(struct worker *w)
 {
 	size_t i;
 
 	for (i = 0; i < w->nlis; i++) {
+		if (w->lis[i].resume != NULL)
+			event_free(w->lis[i].resume);
+		w->lis[i].resume = NULL;
 		if (w->lis[i].lev != NULL)
 			evconnlistener_free(w->lis[i].lev);	/* closes the fd */
 		else if (w->lis[i].fd != -1)
@@ -132,6 +174,8 @@ worker_init(struct worker *w, struct daemon *d, unsigned idx)
 		    LEV_OPT_CLOSE_ON_FREE, -1, w->lis[i].fd);
 		if (w->lis[i].lev == NULL)
 			return SL_ERR_IO;
+		evconnlistener_set_error_cb(w->lis[i].lev, accept_error_cb);
+		w->lis[i].resume = worker_resume_event(w, w->lis[i].lev);
 	}
 	return 0;
 }

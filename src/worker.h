@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "conn.h"
 
@@ -22,6 +23,7 @@ struct worker_listener {
 	int			 fd;
 	enum listener_kind	 kind;
 	struct evconnlistener	*lev;
+	struct event		*resume;	/* re-enables lev after a pause */
 };
 
 struct worker {
@@ -45,6 +47,7 @@ struct worker {
 	struct conn_list	 conns;
 	size_t			 nconns;
 	int			 draining;
+	time_t			 last_accept_warn;
 };
 
 #define WORKER_CMD_DRAIN	0x1	/* stop accepting, exit when idle */
@@ -58,6 +61,15 @@ void	worker_free(struct worker *w);
 /* From the main thread: hand over a new snapshot (takes a reference). */
 void	worker_post_state(struct worker *w, struct state *st);
 void	worker_post_cmd(struct worker *w, int cmd);
+
+/*
+ * Accepting failed (out of descriptors, say): stop accepting on lev for a
+ * moment instead of spinning on the error; resume (from
+ * worker_resume_event) turns it back on.
+ */
+void	worker_pause_listener(struct worker *w, struct evconnlistener *lev,
+	    struct event *resume);
+struct event *worker_resume_event(struct worker *w, struct evconnlistener *lev);
 
 /* For connections (worker thread only). */
 const struct config *worker_config(const struct worker *w);
