@@ -49,6 +49,16 @@ static void conn_write_cb(evutil_socket_t, short, void *);
 static void conn_timer_cb(evutil_socket_t, short, void *);
 static void conn_connect(struct conn *c);
 
+/* Monotonic milliseconds, coarse (a few ms): cheap enough per read. */
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static time_t
 mono_now(void)
 {
@@ -161,7 +171,7 @@ conn_accept(struct worker *w, int fd, enum listener_kind kind)
 	c->up.fd = c->up.pipe[0] = c->up.pipe[1] = -1;
 	c->down.pipe[0] = c->down.pipe[1] = -1;
 	clock_gettime(CLOCK_MONOTONIC, &c->started);
-	c->last_active = mono_now();
+	c->last_active = mono_ms();
 	TAILQ_INSERT_TAIL(&w->conns, c, link);
 	w->nconns++;
 
@@ -621,7 +631,7 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	struct half *h = arg;
 	struct conn *c = h->c;
 
-	c->last_active = mono_now();
+	c->last_active = mono_ms();
 	switch (c->state) {
 	case CS_PROXY_HEAD:
 	case CS_SNIFF:
@@ -661,7 +671,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 	const struct config *cfg = worker_config(c->w);
-	time_t idle;
+	uint64_t idle;
 
 	switch (c->state) {
 	case CS_SNIFF:
@@ -686,12 +696,12 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		conn_deny(c, "upstream-timeout", c->dec.rule);
 		return;
 	case CS_RELAY:
-		idle = mono_now() - c->last_active;
-		if ((unsigned long)idle * 1000 >= cfg->timeouts.idle) {
+		idle = mono_ms() - c->last_active;
+		if (idle >= cfg->timeouts.idle) {
 			conn_close(c, "idle-timeout");
 			return;
 		}
-		conn_arm_timer(c, cfg->timeouts.idle - (unsigned)idle * 1000);
+		conn_arm_timer(c, cfg->timeouts.idle - (unsigned)idle);
 		return;
 	case CS_DENY:
 		if (c->up.fd != -1 && !c->up.eof) {

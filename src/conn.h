@@ -61,7 +61,7 @@ struct conn {
 	struct half	 down, up;
 	struct event	*timer;
 	struct timespec	 started;
-	time_t		 last_active;	/* monotonic seconds */
+	uint64_t	 last_active;	/* monotonic milliseconds */
 
 	struct sl_addr	 src, dst;	/* dst: the original destination */
 	uint16_t	 src_port, dst_port;

@@ -559,6 +559,26 @@ tcp_count(struct worker *w, struct sockaddr *sa, int salen)
 }
 
 static void
+tcp_audit_refused(struct worker *w, struct sockaddr *sa, int salen)
+{
+	const struct sandbox *sb;
+	char a[ADDR_STRLEN];
+	struct sl_addr src;
+	uint16_t port;
+
+	if (addr_from_sockaddr(sa, (socklen_t)salen, &src, &port) != 0)
+		return;
+	addr_canonical(&src, &src);
+	sb = state_sandbox_for(w->st, &src);
+	audit_write(worker_audit(w), "conn", json_pack(
+	    "{s:s?, s:s, s:I, s:s, s:s, s:i, s:s, s:s, s:s}",
+	    "sandbox", sb->id, "policy", sb->policy->name,
+	    "revision", (json_int_t)sb->policy->revision, "listener", "dns",
+	    "src", addr_format(&src, a, sizeof(a)), "src_port", port,
+	    "proto", "dns-tcp", "action", "deny", "reason", "connection-limit"));
+}
+
+static void
 tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
@@ -571,6 +591,7 @@ tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	if ((cnt = tcp_count(w, sa, salen)) == NULL) {
 		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 		close(fd);	/* over its limit: a reset */
+		tcp_audit_refused(w, sa, salen);
 		return;
 	}
 	if ((t = calloc(1, sizeof(*t))) == NULL) {

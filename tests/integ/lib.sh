@@ -31,6 +31,8 @@
 #   gw.test       198.18.1.1 (the gateway itself: gwself-tls :443 runs in gw,
 #                 and gwself-echo on 198.18.0.1:22, its sandbox side)
 #   udp-sink      198.18.1.10 udp :443 (counts datagrams, e.g. QUIC)
+#   dns-sink      198.18.1.20 udp :53 (counts datagrams, never answers: the
+#                 server dnsmasq forwards blackhole.test to)
 #   sb2-echo      198.18.0.3 :7 in sb2 (lateral movement between sandboxes)
 # Every server counts accepted connections, TLS handshakes, SNI, requests
 # (method, path, Host) in a JSON state file (tests/integ/upstream.py).
@@ -204,8 +206,24 @@ world_wait_listen() {
 
 # world_start_dns DIR: dnsmasq in up on 198.18.1.2:53 and [fd00:5c::2:2]:53,
 # authoritative for the test names only; queries logged to DIR/dnsmasq.log.
+# Besides the host records of the test internet above it serves
+#   allowed.test HTTPS  1 . alpn=h2 ipv4hint=198.18.1.10 ech=WORLD_DNS_ECH
+#   private.test HTTPS  1 . alpn=h2 ipv4hint=10.0.0.5,198.18.1.10
+#   gw.test      HTTPS  1 . mandatory=ech alpn=h2 ech=AQIDBA==
+#   blocked.test HTTPS  1 denied.test. alpn=h2
+#   alias.test   CNAME  other.test
+#   blackhole.test  forwarded to dns-sink (198.18.1.20), which never answers
+# and the hosts files in DIR/dnshosts (re-read when they change; see
+# world_dns_host), for names whose address a test moves.
+WORLD_DNS_ECH="sluice-ech-test!"	# base64 c2x1aWNlLWVjaC10ZXN0IQ==
 world_start_dns() {
-	local d=$1
+	local d=$1 https
+	# SVCB RDATA: priority 1, target ".", alpn (1) "h2", ipv4hint (4)
+	# 198.18.1.10, ech (5) the 16 bytes of WORLD_DNS_ECH
+	https=0001000001000302683200040004c612010a0005$(printf '%04x' ${#WORLD_DNS_ECH})
+	https=$https$(printf '%s' "$WORLD_DNS_ECH" | od -An -tx1 | tr -d ' \n')
+	WORLD_DNS_HOSTS=$d/dnshosts
+	mkdir -p "$WORLD_DNS_HOSTS"
 	world_spawn "$NS_UP" "$d/dnsmasq.out" dnsmasq --keep-in-foreground \
 	    --conf-file=/dev/null --no-resolv --no-hosts --no-poll \
 	    --bind-interfaces --listen-address=198.18.1.2 \
@@ -219,9 +237,47 @@ world_start_dns() {
 	    --host-record=blocked.test,198.18.1.13 \
 	    --host-record=private.test,10.0.0.5 \
 	    --host-record=gw.test,198.18.1.1 \
-	    --host-record=xn--bcher-kva.test,198.18.1.16,fd00:5c::2:16
+	    --host-record=xn--bcher-kva.test,198.18.1.16,fd00:5c::2:16 \
+	    --dns-rr=allowed.test,65,"$https" \
+	    --dns-rr=private.test,65,00010000010003026832000400080a000005c612010a \
+	    --dns-rr=gw.test,65,000100000000020005000100030268320005000401020304 \
+	    --dns-rr=blocked.test,65,00010664656e69656404746573740000010003026832 \
+	    --cname=alias.test,other.test \
+	    --server=/blackhole.test/198.18.1.20 \
+	    --hostsdir="$WORLD_DNS_HOSTS"
 	WORLD_DNS_PID=$SPAWNED
 	world_wait_listen "$NS_UP" 53 || { world_log "dnsmasq did not start:"; cat "$d/dnsmasq.out" >&2; return 1; }
+}
+
+# world_dns_host NAME ADDR...: dnsmasq answers NAME with these addresses (A
+# and AAAA) from now on, instead of what it answered before; waits (3 s)
+# until it answers the first.  A.B.C.D+N stands for N addresses from
+# A.B.C.D on (D+N-1 at most 255).
+world_dns_host() {
+	local n=0 name=$1 f=$WORLD_DNS_HOSTS/$1 fam=A a b d i
+	local -a addrs=()
+	shift
+	for a in "$@"; do
+		case "$a" in
+		*.*.*.*+*)
+			b=${a%+*} d=${b##*.}
+			for i in $(seq "$d" $((d + ${a#*+} - 1))); do
+				addrs+=("${b%.*}.$i")
+			done ;;
+		*) addrs+=("$a") ;;
+		esac
+	done
+	set -- "${addrs[@]}"
+	case "$1" in *:*) fam=AAAA ;; esac
+	# written beside the directory, then moved in: dnsmasq reads it whole
+	for a in "$@"; do
+		printf '%s %s\n' "$a" "$name"
+	done >"$WORLD_DNS_HOSTS.$name" && mv "$WORLD_DNS_HOSTS.$name" "$f" || return 1
+	until in_ns "$NS_UP" dig +time=1 +tries=1 +short @198.18.1.2 "$name" "$fam" |
+	    grep -qxF "$1"; do
+		[ $n -ge 30 ] && { world_log "dnsmasq does not answer $name $1"; return 1; }
+		sleep 0.1; n=$((n + 1))
+	done
 }
 
 # world_start_upstreams PKI STATEDIR LOGDIR: the test servers in up (and the
@@ -243,7 +299,7 @@ world_start_upstreams() {
 	    "cidr-echo=echo;198.18.1.15:7,[fd00:5c::2:15]:7" \
 	    "cidr-echo8=echo;198.18.1.15:8,[fd00:5c::2:15]:8"
 	set -- "$@" "idn-tls=tls;198.18.1.16:443,[fd00:5c::2:16]:443;$pki/xn--bcher-kva.test.pem;$pki/xn--bcher-kva.test.key"
-	set -- "$@" "udp-sink=udp;198.18.1.10:443"
+	set -- "$@" "udp-sink=udp;198.18.1.10:443" "dns-sink=udp;198.18.1.20:53"
 	world_spawn "$NS_UP" "$logd/upstream.log" "$PY" "$UPSTREAM_PY" serve \
 	    --state-dir "$st" --ready "$st/ready" "$@"
 	WORLD_UP_PID=$SPAWNED

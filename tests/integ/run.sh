@@ -18,6 +18,7 @@
 # only when a scenario needs another policy set, asks for a fresh daemon, or
 # the previous scenario changed or stopped it.  sluiced runs in gw with
 #   transparent 0.0.0.0:15001 and [::]:15001, proxy 198.18.0.1:3128,
+#   dns 0.0.0.0:15053 and [::]:15053 (the sandboxes' port 53, redirected),
 #   resolvers 198.18.1.2:53 (dnsmasq in up), audit to a file, and the static
 #   sandbox sb1 = 198.18.0.2, fd00:5c::1:2 with policy "agent" (or the
 #   scenario's); sb2 (198.18.0.3) is registered nowhere and gets "default".
@@ -43,6 +44,7 @@
 #   fresh=1               restart sluiced before this scenario
 #   cfg_limits='k: v, ...'    sluiced.yaml "limits" for this scenario (e.g.
 #                         'connections: 3'); absent: sluiced's defaults
+#   cfg_nofile=N          sluiced runs with at most N open files (prlimit)
 #   cfg_timeouts='k: v, ...'  replaces those keys of the default timeouts
 #                         (handshake 5s, idle 30s, connect 3s, first_byte
 #                         1s, drain 3s), e.g. 'handshake: 2s, idle: 2s'
@@ -71,6 +73,16 @@
 #                           sluiced stops listening on 15001, or after 2 s)
 #       exited STATUS       sluiced must exit (drain + 3 s) with STATUS
 #       sleep SECONDS
+#       do [NS] [CHECK...] VERB ARGS  one more client action (the verbs of
+#                           client=, ARGS split at blanks) from NS (sb, sb2,
+#                           up, gw; default the scenario's); each CHECK must
+#                           hold: has=TEXT (in its output), lacks=TEXT,
+#                           exit=N|!0; TEXT takes printf %b escapes (\x20)
+#       spawn ID [NS] VERB ARGS  the same, in the background
+#       join ID [CHECK...]  wait for the spawned action ID; CHECKs as in do
+#       dns_host NAME ADDR...  dnsmasq answers NAME with these addresses
+#                           from now on (a hosts file it re-reads; waits
+#                           until it answers the first)
 #   client='VERB ARGS'    the client action; ARGS are shell words, $CA (test
 #                         root CA file) and $PKI (its directory) expand:
 #       curl ARGS           curl -sS --max-time T --cacert $CA ARGS
@@ -87,6 +99,13 @@
 #       http-seq ADDR:PORT HOST...  requests on one kept-alive connection
 #       udp ADDR:PORT [DATA]        one datagram, wait for a reply
 #       dig ARGS                    dig +time=1 +tries=1 ARGS
+#       dns ADDR:PORT [--tcp] MSG...  DNS messages, one after the other
+#                                   (upstream.py dns: NAME/TYPE queries,
+#                                   bad:KIND malformed ones; 1 s each)
+#       dnsflood ADDR:PORT NAME [OPT...]  paced UDP queries, rcodes counted
+#                                   (upstream.py dnsflood: --count --rate)
+#       conns ADDR:PORT [OPT...]    many idle TCP connections held open
+#                                   (upstream.py conns: --count --hold)
 #       sluiced-check               sluiced -c CONFIG --check (runs in gw)
 #   timeout=8             seconds allowed to each client action
 #   expect_exit=N         the client's exit status; "!0" any failure
@@ -100,8 +119,15 @@
 #   expect_audit='k=v ...'  one line per audit record that must have been
 #                         written during the scenario (upstream.py audit;
 #                         "k=~ERE" matches a regular expression); a line
-#                         '#N k=v ...' means exactly N such records
+#                         '#N k=v ...' means exactly N such records,
+#                         '#N-M k=v ...' between N and M
 #   expect_log='ERE'      every line must match sluiced's log of the scenario
+#   expect_dns_log='ERE'  every line must match (case-insensitively) a line
+#                         dnsmasq logged during the scenario, waited for (3 s)
+#   expect_not_dns_log='ERE'  no line may; checked after expect_dns_log
+#                         matched, so a control name asked after the names
+#                         that must stay away from dnsmasq proves the log
+#                         was written that far
 #
 # Output: "PASS name" or "FAIL name: why" per scenario, then "N passed, N
 # failed".  Every sluiced instance must also end well: an exit status other
@@ -155,7 +181,8 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-integ.XXXXXX") || exit 1
 PKI=$WORK/pki CA=$WORK/pki/ca.pem STATE=$WORK/state
 npass=0 nfail=0
 SL_PID="" SL_KEY="" SL_RUN="" SL_N=0 REDIR_PID=""
-declare -A HOLD_PIDS=()
+declare -A HOLD_PIDS=() SPAWN_PIDS=()
+DO_N=0
 world_mode=""
 
 cleanup() {
@@ -290,6 +317,7 @@ sluiced_start() {
 listen:
   transparent: ["0.0.0.0:15001", "[::]:15001"]
   proxy: ["198.18.0.1:3128"]
+  dns: ["0.0.0.0:15053", "[::]:15053"]
 resolvers: ["198.18.1.2:53"]
 policy_dir: $SL_RUN/policy.d
 upstream_ca: $CA
@@ -302,11 +330,17 @@ EOF
 	[ -z "$sb2_policy" ] || echo "  - {id: sb2, sources: [\"198.18.0.3\", \"fd00:5c::1:3\"], policy: $sb2_policy}" >>"$SL_RUN/sluiced.yaml"
 	[ -z "$cfg_limits" ] || echo "limits: {$cfg_limits}" >>"$SL_RUN/sluiced.yaml"
 	: >"$SL_RUN/audit.jsonl"
-	world_spawn "$NS_GW" "$SL_RUN/sluiced.log" "$SLUICED" -c "$SL_RUN/sluiced.yaml"
+	if [ -n "$cfg_nofile" ]; then
+		world_spawn "$NS_GW" "$SL_RUN/sluiced.log" prlimit --nofile="$cfg_nofile:$cfg_nofile" \
+		    -- "$SLUICED" -c "$SL_RUN/sluiced.yaml"
+	else
+		world_spawn "$NS_GW" "$SL_RUN/sluiced.log" "$SLUICED" -c "$SL_RUN/sluiced.yaml"
+	fi
 	SL_PID=$SPAWNED
-	if ! world_wait_listen "$NS_GW" 15001 50 || ! world_wait_listen "$NS_GW" 3128 10; then
+	if ! world_wait_listen "$NS_GW" 15001 50 || ! world_wait_listen "$NS_GW" 3128 10 ||
+	    ! world_wait_listen "$NS_GW" 15053 10; then
 		if sluiced_alive; then
-			why="sluiced does not listen on 15001 and 3128 after 5 s"
+			why="sluiced does not listen on 15001, 3128 and 15053 after 5 s"
 			world_stop "$SL_PID" TERM 80
 		else
 			wait "$SL_PID"
@@ -322,15 +356,17 @@ EOF
 
 scn_reset() {
 	desc="" mode=daemon from=sb policy="" policy_yaml="" fresh=0
-	cfg_limits="" cfg_timeouts="" sb2_policy=""
+	cfg_limits="" cfg_timeouts="" cfg_nofile="" sb2_policy=""
 	steps=client client="" timeout=8
 	expect_exit="" expect_status="" expect_out="" expect_not_out=""
 	expect_up="" expect_audit="" expect_log=""
+	expect_dns_log="" expect_not_dns_log=""
 }
 
-SCN_KEYS=" PIPESTATUS BASH_LINENO _ desc mode from policy policy_yaml fresh cfg_limits cfg_timeouts \
+SCN_KEYS=" PIPESTATUS BASH_LINENO _ desc mode from policy policy_yaml fresh cfg_limits cfg_timeouts cfg_nofile \
 sb2_policy steps client timeout expect_exit \
-expect_status expect_out expect_not_out expect_up expect_audit expect_log "
+expect_status expect_out expect_not_out expect_up expect_audit expect_log \
+expect_dns_log expect_not_dns_log "
 
 # scn_lint FILE: every variable the file sets must be a known key (a typo
 # would otherwise drop an expectation silently).
@@ -344,6 +380,7 @@ scn_lint() {
 	case "$mode" in daemon|direct|nft) ;; *) echo "bad mode '$mode'"; return 1 ;; esac
 	case "$from" in sb|sb2|up|gw) ;; *) echo "bad from '$from'"; return 1 ;; esac
 	case "$timeout" in ''|*[!0-9]*) echo "bad timeout '$timeout'"; return 1 ;; esac
+	case "$cfg_nofile" in *[!0-9]*) echo "bad cfg_nofile '$cfg_nofile'"; return 1 ;; esac
 	return 0
 }
 
@@ -355,18 +392,25 @@ cns() {
 }
 
 # run_client: runs $client, leaves $D/out (all output), $D/exit, $D/status.
+# shellcheck disable=SC2120	# its arguments come from eval set -- $client
 run_client() {
-	local verb host d=$D args
 	eval "set -- $client" || { why="bad client line"; return 1; }
-	verb=$1; shift
-	: >"$d/body"; : >"$d/status"
+	client_exec "$(cns)" "$D/" "$@"
+}
+
+# client_exec NS PFX VERB ARGS...: one client action in namespace NS; leaves
+# PFXout (all output), PFXexit, PFXstatus (and PFXbody, PFXerr).
+client_exec() {
+	local ns=$1 p=$2 verb=$3 host args
+	shift 3
+	: >"${p}body"; : >"${p}status"
 	case "$verb" in
 	curl)
-		timeout $((timeout + 2)) ip netns exec "$(cns)" curl -sS \
-		    --max-time "$timeout" --cacert "$CA" -o "$d/body" \
-		    -w '%{http_code}\n' "$@" >"$d/status" 2>"$d/err"
-		echo $? >"$d/exit"
-		{ echo "status=$(cat "$d/status")"; cat "$d/err" "$d/body"; } >"$d/out" ;;
+		timeout $((timeout + 2)) ip netns exec "$ns" curl -sS \
+		    --max-time "$timeout" --cacert "$CA" -o "${p}body" \
+		    -w '%{http_code}\n' "$@" >"${p}status" 2>"${p}err"
+		echo $? >"${p}exit"
+		{ echo "status=$(cat "${p}status")"; cat "${p}err" "${p}body"; } >"${p}out" ;;
 	s_client)
 		host="" args=("$@")
 		while [ $# -gt 0 ]; do
@@ -377,35 +421,77 @@ run_client() {
 			shift
 		done
 		printf 'GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n' "$host" |
-		    timeout "$timeout" ip netns exec "$(cns)" openssl s_client \
-		    -CAfile "$CA" -verify_return_error -ign_eof "${args[@]}" >"$d/out" 2>&1
-		echo $? >"$d/exit" ;;
+		    timeout "$timeout" ip netns exec "$ns" openssl s_client \
+		    -CAfile "$CA" -verify_return_error -ign_eof "${args[@]}" >"${p}out" 2>&1
+		echo $? >"${p}exit" ;;
 	tcp|udp)
-		timeout $((timeout + 2)) ip netns exec "$(cns)" "$PY" "$UPSTREAM_PY" \
-		    "$verb" "$1" --timeout "$timeout" ${2+--send "$2"} "${@:3}" >"$d/out" 2>&1
-		echo $? >"$d/exit" ;;
+		timeout $((timeout + 2)) ip netns exec "$ns" "$PY" "$UPSTREAM_PY" \
+		    "$verb" "$1" --timeout "$timeout" ${2+--send "$2"} "${@:3}" >"${p}out" 2>&1
+		echo $? >"${p}exit" ;;
 	raw)
-		timeout $((timeout + 2)) ip netns exec "$(cns)" "$PY" "$UPSTREAM_PY" \
-		    raw "$1" --timeout "$timeout" --send "$2" "${@:3}" >"$d/out" 2>&1
-		echo $? >"$d/exit" ;;
-	hello)
-		timeout $((timeout + 2)) ip netns exec "$(cns)" "$PY" "$UPSTREAM_PY" \
-		    hello "$1" --timeout "$timeout" "${@:2}" >"$d/out" 2>&1
-		echo $? >"$d/exit" ;;
+		timeout $((timeout + 2)) ip netns exec "$ns" "$PY" "$UPSTREAM_PY" \
+		    raw "$1" --timeout "$timeout" --send "$2" "${@:3}" >"${p}out" 2>&1
+		echo $? >"${p}exit" ;;
+	hello|dnsflood|conns)
+		timeout $((timeout + 2)) ip netns exec "$ns" "$PY" "$UPSTREAM_PY" \
+		    "$verb" "$1" --timeout "$timeout" "${@:2}" >"${p}out" 2>&1
+		echo $? >"${p}exit" ;;
+	dns)
+		# the timeout is per message here: 1 s unless --timeout is given
+		timeout $((timeout + 2)) ip netns exec "$ns" "$PY" "$UPSTREAM_PY" \
+		    dns --timeout 1 "$@" >"${p}out" 2>&1
+		echo $? >"${p}exit" ;;
 	http-seq)
-		timeout $((timeout + 2)) ip netns exec "$(cns)" "$PY" "$UPSTREAM_PY" \
-		    http-seq --timeout "$timeout" "$@" >"$d/out" 2>&1
-		echo $? >"$d/exit" ;;
+		timeout $((timeout + 2)) ip netns exec "$ns" "$PY" "$UPSTREAM_PY" \
+		    http-seq --timeout "$timeout" "$@" >"${p}out" 2>&1
+		echo $? >"${p}exit" ;;
 	dig)
-		timeout "$timeout" ip netns exec "$(cns)" dig +time=1 +tries=1 "$@" >"$d/out" 2>&1
-		echo $? >"$d/exit" ;;
+		timeout "$timeout" ip netns exec "$ns" dig +time=1 +tries=1 "$@" >"${p}out" 2>&1
+		echo $? >"${p}exit" ;;
 	sluiced-check)
 		timeout "$timeout" ip netns exec "$NS_GW" "$SLUICED" -c "$SL_RUN/sluiced.yaml" \
-		    --check >"$d/out" 2>&1
-		echo $? >"$d/exit" ;;
+		    --check >"${p}out" 2>&1
+		echo $? >"${p}exit" ;;
 	*)
 		why="unknown client verb '$verb'"; return 1 ;;
 	esac
+	return 0
+}
+
+# client_step NAME PFX [NS] [has=T|lacks=T|exit=N]... [VERB ARGS...]: the
+# namespace and the expectations of a do/spawn/join step, then (with VERB)
+# the client action itself.  T: printf %b escapes (\x20 a space).
+client_step() {
+	local name=$1 p=$2 ns w t got
+	local -a chk=()
+	shift 2
+	ns=$(cns)
+	case "${1:-}" in sb|sb2|up|gw) ns=$(cns "$1"); shift ;; esac
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		has=*|lacks=*|exit=*) chk+=("$1"); shift ;;
+		*) break ;;
+		esac
+	done
+	if [ $# -gt 0 ]; then
+		client_exec "$ns" "$p" "$@" || return 1
+	fi
+	[ -f "${p}out" ] || { why="$name: no output"; return 1; }
+	for w in "${chk[@]}"; do
+		t=$(printf '%b' "${w#*=}")
+		case "$w" in
+		has=*) grep -qF -- "$t" "${p}out" ||
+			{ why="$name: output lacks '$t': $(head -c 600 "${p}out" | tr '\n' '|')"; return 1; } ;;
+		lacks=*) grep -qF -- "$t" "${p}out" &&
+			{ why="$name: output has '$t': $(head -c 600 "${p}out" | tr '\n' '|')"; return 1; } ;;
+		exit=*) got=$(cat "${p}exit" 2>/dev/null)
+			if [ "$t" = '!0' ]; then
+				[ -n "$got" ] && [ "$got" != 0 ]
+			else
+				[ "$got" = "$t" ]
+			fi || { why="$name: exit $got, want $t"; return 1; } ;;
+		esac
+	done
 	return 0
 }
 
@@ -512,6 +598,33 @@ step() {
 		if grep -qE 'runtime error:|ERROR: [A-Za-z]+Sanitizer' "$SL_RUN/sluiced.log"; then
 			why="sanitizer report in $SL_RUN/sluiced.log"; return 1
 		fi ;;
+	do)
+		shift
+		DO_N=$((DO_N + 1))
+		client_step "do $DO_N" "$D/do.$DO_N." "$@" ;;
+	spawn)
+		id=${2:-}
+		[ -n "$id" ] && [ -z "${SPAWN_PIDS[$id]:-}" ] ||
+		    { why="spawn: no ID or $id is running already"; return 1; }
+		shift 2
+		st=$(cns)
+		case "${1:-}" in sb|sb2|up|gw) st=$(cns "$1"); shift ;; esac
+		[ $# -gt 0 ] || { why="spawn $id: no client"; return 1; }
+		rm -f "$D/spawn.$id.out"
+		client_exec "$st" "$D/spawn.$id." "$@" &
+		SPAWN_PIDS[$id]=$! ;;
+	join)
+		id=${2:-}
+		[ -n "${SPAWN_PIDS[$id]:-}" ] || { why="join: $id was not spawned"; return 1; }
+		wait "${SPAWN_PIDS[$id]}"; unset "SPAWN_PIDS[$id]"
+		shift 2
+		case "${1:-}" in has=*|lacks=*|exit=*|'') ;; *) why="join $id: bad check '$1'"; return 1 ;; esac
+		client_step "join $id" "$D/spawn.$id." "$@" ;;
+	dns_host)
+		shift
+		[ $# -ge 2 ] || { why="dns_host: want NAME ADDR..."; return 1; }
+		world_dns_host "$@" 2>"$D/dns_host.err" ||
+		    { why="dns_host $1 $2: $(cat "$D/dns_host.err")"; return 1; } ;;
 	sleep) sleep "$2" ;;
 	'') ;;
 	*) why="unknown step '$1'"; return 1 ;;
@@ -557,6 +670,26 @@ check() {
 		tail -c +"$log_off" "$SL_RUN/sluiced.log" | grep -Eq -- "$line" ||
 		    { why="sluiced log lacks /$line/"; return 1; }
 	done <<<"$expect_log"
+	check_dns_log
+}
+
+# check_dns_log: expect_dns_log (waited for), then expect_not_dns_log,
+# against dnsmasq's query log of the scenario.
+check_dns_log() {
+	local line n
+	while IFS= read -r line; do
+		[ -z "$line" ] && continue
+		n=0
+		until tail -c +"$dns_off" "$WORK/dnsmasq.log" | grep -Eiq -- "$line"; do
+			[ $n -ge 30 ] && { why="dnsmasq's log lacks /$line/"; return 1; }
+			sleep 0.1; n=$((n + 1))
+		done
+	done <<<"$expect_dns_log"
+	while IFS= read -r line; do
+		[ -z "$line" ] && continue
+		tail -c +"$dns_off" "$WORK/dnsmasq.log" | grep -Ei -m1 -- "$line" >"$D/dns_log.hit" &&
+		    { why="dnsmasq's log has /$line/: $(cat "$D/dns_log.hit")"; return 1; }
+	done <<<"$expect_not_dns_log"
 	return 0
 }
 
@@ -584,7 +717,7 @@ run_scenario() {
 		set_world_mode "$mode" || why="cannot set up world mode $mode"
 	fi
 	if [ -z "$why" ] && [ "$mode" = daemon ]; then
-		key="$sb1_policy|$(printf '%s' "$policy_yaml" | cksum)|$cfg_limits|$cfg_timeouts|$sb2_policy"
+		key="$sb1_policy|$(printf '%s' "$policy_yaml" | cksum)|$cfg_limits|$cfg_timeouts|$sb2_policy|$cfg_nofile"
 		if [ "$fresh" = 1 ] || [ "$key" != "$SL_KEY" ] || ! sluiced_alive; then
 			sluiced_start "$key"
 		fi
@@ -597,6 +730,8 @@ run_scenario() {
 			audit_off=0 log_off=1
 		fi
 		wait_off=$log_off
+		dns_off=$(($(wc -c <"$WORK/dnsmasq.log" 2>/dev/null || echo 0) + 1))
+		DO_N=0
 		"$PY" "$UPSTREAM_PY" snapshot "$STATE" >"$D/snap.json"
 		IFS=';' read -ra ss <<<"$steps"
 		for s in "${ss[@]}"; do
@@ -613,6 +748,11 @@ run_scenario() {
 			kill "${HOLD_PIDS[$s]}" 2>/dev/null; wait "${HOLD_PIDS[$s]}"
 		done
 		HOLD_PIDS=()
+		for s in "${!SPAWN_PIDS[@]}"; do
+			# a spawned client not joined: its own timeout ends it
+			wait "${SPAWN_PIDS[$s]}"
+		done
+		SPAWN_PIDS=()
 		[ -z "$why" ] && check
 		if [ "$mode" = daemon ] && [ -n "$SL_PID" ] && ! sluiced_alive; then
 			wait "$SL_PID"; s=$?

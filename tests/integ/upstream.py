@@ -33,7 +33,8 @@ Checks:
       waits until, among the records after line OFFSET of the JSON Lines
       file, each --expect is matched by a distinct record (values compared as
       text; null, true, false as in JSON; "k=~RE" is a regular expression).
-      An --expect '#N k=v ...' wants exactly N matching records instead.
+      An --expect '#N k=v ...' wants exactly N matching records instead,
+      '#N-M k=v ...' between N and M.
 
 Clients (print what happened, one fact a line; exit 0 unless misused):
   upstream.py tcp ADDR:PORT [--send S] [--wait S] [--timeout S]
@@ -62,6 +63,31 @@ Clients (print what happened, one fact a line; exit 0 unless misused):
       alive) that must answer 200
   upstream.py udp ADDR:PORT [--send S] [--timeout S]
       prints reply REPR or timeout
+  upstream.py conns ADDR:PORT [--count N] [--hold S]
+      opens N TCP connections at once and holds them S seconds, silent;
+      prints "open=K failed=F", then "closed-by-peer=K" and "kept=K"
+  upstream.py dns ADDR:PORT [--tcp [--pipeline|--dribble]] [--timeout S] MSG...
+      the messages one after the other over one UDP socket or one TCP
+      connection (length-prefixed), each waited for S (default 1) seconds;
+      --pipeline: all written at once, answers matched by id; --dribble:
+      each written one byte at a time.
+      MSG is NAME[/TYPE] (a query, RD set, a random id) or bad:KIND, a
+      malformed query: random (40 fixed bytes after the id), qdcount2,
+      qdcount0, ptr (a compression pointer in the question, to itself),
+      ptrfwd (a pointer forward), short (a label past the end), response
+      (QR set), chaos (class CH), label64, name256 (a name of 256 bytes),
+      twoopt (two OPT records), trailing (bytes after the question).  Prints
+      "N: RCODE [tc] an=K TYPE=DATA ... size=BYTES [oversize]" (A and AAAA
+      as addresses, CNAME as a name, other types as hex RDATA; oversize: a
+      UDP answer past 512 bytes, which a query without EDNS does not
+      allow), or "N: timeout", "N: eof",
+      "N: reset", "N: badid ..." and, once a TCP connection ended,
+      "N: closed"
+  upstream.py dnsflood ADDR:PORT NAME [--type T] [--count N] [--rate QPS]
+      N queries over one UDP socket, paced at QPS, answers collected until
+      1 s after the last; prints "sent=N", "RCODE=N" per rcode seen,
+      "none=N" (unanswered), "refused: none|some|most|all" (most: more
+      than half, not all), "answered: ..." (NOERROR), "elapsed=S"
 """
 
 import argparse
@@ -436,7 +462,8 @@ def cmd_audit(a):
         conds, count = [], None
         for kv in e.split():
             if kv.startswith("#") and count is None and not conds:
-                count = int(kv[1:])
+                lo, _, hi = kv[1:].partition("-")
+                count = (int(lo), int(hi or lo))
                 continue
             k, _, v = kv.partition("=")
             conds.append((k, v))
@@ -448,7 +475,7 @@ def cmd_audit(a):
         for e, conds, count in wants:
             if count is not None:
                 n = sum(1 for r in recs if rec_matches(r, conds))
-                if n != count:
+                if not count[0] <= n <= count[1]:
                     missing.append("%s (found %d)" % (e, n))
                 continue
             for i, r in enumerate(recs):
@@ -789,6 +816,319 @@ def cmd_hold(a):
     return 0
 
 
+# ---------------------------------------------------------------- DNS
+
+QTYPES = {"A": 1, "NS": 2, "CNAME": 5, "SOA": 6, "PTR": 12, "MX": 15,
+          "TXT": 16, "AAAA": 28, "SRV": 33, "OPT": 41, "SVCB": 64,
+          "HTTPS": 65, "ANY": 255}
+RCODES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN",
+          4: "NOTIMP", 5: "REFUSED"}
+
+
+def dns_name(name):
+    out = b""
+    for label in name.rstrip(".").split("."):
+        if label:
+            out += bytes([len(label)]) + label.encode()
+    return out + b"\x00"
+
+
+def dns_query(qid, name, qtype="A", qdcount=1):
+    """A query as a stub resolver sends it (RD set, no EDNS)."""
+    q = dns_name(name) + struct.pack("!HH", QTYPES.get(qtype.upper(), 1), 1)
+    return struct.pack("!HHHHHH", qid, 0x0100, qdcount, 0, 0, 0) + q * qdcount
+
+
+def dns_bad(kind, qid):
+    """Malformed queries, each one rule of the parser broken."""
+    if kind == "random":
+        # fixed bytes (seeded), so a failure can be replayed
+        import random
+        r = random.Random(3)
+        return struct.pack("!H", qid) + bytes(r.randrange(256) for _ in range(40))
+    if kind == "qdcount2":
+        return dns_query(qid, "allowed.test", "A", qdcount=2)
+    if kind == "qdcount0":
+        return struct.pack("!HHHHHH", qid, 0x0100, 0, 0, 0, 0)
+    hdr = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    tail = struct.pack("!HH", 1, 1)
+    if kind == "ptr":           # "allowed" then a pointer back to itself
+        return hdr + b"\x07allowed\xc0\x0c" + tail
+    if kind == "ptrfwd":        # a pointer forward, past the question
+        return hdr + b"\x07allowed\xc0\x1a" + tail + b"\x04test\x00"
+    if kind == "short":         # a label longer than the message
+        return hdr + b"\x3fallowed"
+    if kind == "response":      # QR set: an answer, not a query
+        return struct.pack("!HHHHHH", qid, 0x8100, 1, 0, 0, 0) + \
+            dns_name("allowed.test") + tail
+    if kind == "chaos":         # class CH
+        return hdr + dns_name("allowed.test") + struct.pack("!HH", 1, 3)
+    if kind == "label64":       # a label of 64 bytes
+        return hdr + b"\x40" + b"a" * 64 + dns_name("allowed.test") + tail
+    if kind == "name256":       # 256 bytes once written out
+        return hdr + (b"\x3f" + b"a" * 63) * 3 + b"\x39" + b"a" * 57 + \
+            dns_name("test") + tail
+    if kind == "twoopt":        # two OPT records
+        opt = b"\x00" + struct.pack("!HHIH", 41, 1232, 0, 0)
+        return struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 2) + \
+            dns_name("allowed.test") + tail + opt + opt
+    if kind == "trailing":      # bytes after the question
+        return hdr + dns_name("allowed.test") + tail + b"\x00\x00"
+    raise ValueError("unknown bad:%s" % kind)
+
+
+def dns_skip_name(m, off):
+    while True:
+        n = m[off]
+        if n == 0:
+            return off + 1
+        if n & 0xC0 == 0xC0:
+            return off + 2
+        off += 1 + n
+
+
+def dns_read_name(m, off, depth=0):
+    labels = []
+    while depth < 20:
+        n = m[off]
+        if n == 0:
+            break
+        if n & 0xC0 == 0xC0:
+            ptr = struct.unpack("!H", m[off:off + 2])[0] & 0x3FFF
+            return ".".join(labels + [dns_read_name(m, ptr, depth + 1)]).strip(".")
+        labels.append(m[off + 1:off + 1 + n].decode("latin-1"))
+        off += 1 + n
+    return ".".join(labels)
+
+
+def dns_describe(m):
+    """'RCODE [tc] an=N TYPE=DATA ...' for a response."""
+    qid, flags, qd, an, ns, ar = struct.unpack("!HHHHHH", m[:12])
+    words = [RCODES.get(flags & 15, "rcode%d" % (flags & 15))]
+    if flags & 0x0200:
+        words.append("tc")
+    words.append("an=%d" % an)
+    off = 12
+    for _ in range(qd):
+        off = dns_skip_name(m, off) + 4
+    names = {v: k for k, v in QTYPES.items()}
+    for _ in range(an):
+        off = dns_skip_name(m, off)
+        typ, cls, ttl, rdlen = struct.unpack("!HHIH", m[off:off + 10])
+        off += 10
+        rd = m[off:off + rdlen]
+        if typ == 1 and rdlen == 4:
+            data = socket.inet_ntop(socket.AF_INET, rd)
+        elif typ == 28 and rdlen == 16:
+            data = socket.inet_ntop(socket.AF_INET6, rd)
+        elif typ == 5:
+            data = dns_read_name(m, off)
+        else:
+            data = rd.hex()
+        words.append("%s=%s" % (names.get(typ, "type%d" % typ), data))
+        off += rdlen
+    return " ".join(words)
+
+
+def dns_build(msg, qid):
+    if msg.startswith("bad:"):
+        return dns_bad(msg[4:], qid)
+    name, _, qtype = msg.partition("/")
+    return dns_query(qid, name, qtype or "A")
+
+
+def tcp_read_msg(s):
+    """One length-prefixed message; EOFError at the end of the stream."""
+    def need(n):
+        got = b""
+        while len(got) < n:
+            b = s.recv(n - len(got))
+            if not b:
+                raise EOFError
+            got += b
+        return got
+    return need(struct.unpack("!H", need(2))[0])
+
+
+def dns_result(i, r, tcp):
+    try:
+        # no EDNS in our queries: 512 bytes is all a UDP answer may take
+        return "%d: %s size=%d%s" % (i, dns_describe(r), len(r),
+                                     " oversize" if not tcp and len(r) > 512 else "")
+    except (IndexError, struct.error, UnicodeError):
+        return "%d: unparsable %r" % (i, r)
+
+
+def cmd_dns(a):
+    """One message after the other, over one UDP socket or one TCP
+    connection; prints "N: RCODE an=K TYPE=DATA ..." or "N: timeout",
+    "N: eof", "N: reset", "N: badid" (an answer to another id) and, for
+    TCP messages after the connection ended, "N: closed".  TCP only:
+    --pipeline writes all messages at once and matches the answers by id
+    (printed in the order of the messages); --dribble writes each message
+    one byte at a time."""
+    fam, host, port = parse_hostport(a.addr)
+    s = socket.socket(fam, socket.SOCK_STREAM if a.tcp else socket.SOCK_DGRAM)
+    s.settimeout(a.timeout)
+    try:
+        s.connect((host, port))
+    except OSError as e:
+        print("0: " + classify(e))
+        return 0
+    base = struct.unpack("!H", os.urandom(2))[0]
+    msgs = [((base + i) & 0xFFFF, dns_build(m, (base + i) & 0xFFFF))
+            for i, m in enumerate(a.msg)]
+    if a.tcp and a.pipeline:
+        s.sendall(b"".join(struct.pack("!H", len(m)) + m for _, m in msgs))
+        got, end = {}, None
+        try:
+            while len(got) < len(msgs):
+                r = tcp_read_msg(s)
+                if len(r) >= 2:
+                    got[struct.unpack("!H", r[:2])[0]] = r
+        except EOFError:
+            end = "eof"
+        except OSError as e:
+            end = classify(e)
+        for i, (qid, _) in enumerate(msgs, 1):
+            print(dns_result(i, got[qid], True) if qid in got else
+                  "%d: %s" % (i, end))
+        s.close()
+        return 0
+    ended = False
+    for i, (qid, m) in enumerate(msgs, 1):
+        if ended:
+            print("%d: closed" % i)
+            continue
+        try:
+            if a.tcp:
+                w = struct.pack("!H", len(m)) + m
+                if a.dribble:
+                    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    for k in range(len(w)):
+                        s.sendall(w[k:k + 1])
+                        time.sleep(0.002)
+                else:
+                    s.sendall(w)
+                r = tcp_read_msg(s)
+            else:
+                s.send(m)
+                r = s.recv(65535)
+        except EOFError:
+            print("%d: eof" % i)
+            ended = True
+            continue
+        except OSError as e:
+            print("%d: %s" % (i, classify(e)))
+            if a.tcp and not isinstance(e, socket.timeout):
+                ended = True
+            continue
+        if len(r) < 12 or struct.unpack("!H", r[:2])[0] != qid:
+            print("%d: badid %r" % (i, r[:12]))
+            continue
+        print(dns_result(i, r, a.tcp))
+    s.close()
+    return 0
+
+
+def cmd_dnsflood(a):
+    """--count queries for NAME over one UDP socket at --rate a second;
+    prints the rcodes counted ("NOERROR=N", ...), "none=N" for queries
+    without an answer, and "refused: none|some|most|all", "answered: ...".
+    """
+    fam, host, port = parse_hostport(a.addr)
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.connect((host, port))
+    s.setblocking(False)
+    sent, got = {}, {}
+    base = struct.unpack("!H", os.urandom(2))[0]
+    t0 = time.time()
+
+    def drain(until):
+        while True:
+            left = until - time.time()
+            if left <= 0:
+                return
+            r, _, _ = select.select([s], [], [], left)
+            if not r:
+                return
+            try:
+                m = s.recv(65535)
+            except OSError:
+                continue
+            if len(m) >= 12:
+                qid = struct.unpack("!H", m[:2])[0]
+                if qid in sent and qid not in got:
+                    got[qid] = RCODES.get(m[3] & 15, "rcode%d" % (m[3] & 15))
+    for i in range(a.count):
+        qid = (base + i) & 0xFFFF
+        sent[qid] = i
+        try:
+            s.send(dns_query(qid, a.name, a.type))
+        except OSError:
+            pass
+        drain(t0 + (i + 1) / float(a.rate))
+    drain(time.time() + min(a.timeout, 1.0))
+    counts = {}
+    for v in got.values():
+        counts[v] = counts.get(v, 0) + 1
+    print("sent=%d" % len(sent))
+    for k in sorted(counts):
+        print("%s=%d" % (k, counts[k]))
+    print("none=%d" % (len(sent) - len(got)))
+
+    def qual(n):
+        if n == 0 or n == len(sent):
+            return "none" if n == 0 else "all"
+        return "most" if 2 * n > len(sent) else "some"
+    print("refused: " + qual(counts.get("REFUSED", 0)))
+    print("answered: " + qual(counts.get("NOERROR", 0)))
+    print("elapsed=%.1f" % (time.time() - t0))
+    return 0
+
+
+def cmd_conns(a):
+    """--count TCP connections opened at once and held --hold seconds
+    without a byte sent; prints "open=K failed=F" (connections completed,
+    connects that failed; it gives up after 10) and, at the end,
+    "closed-by-peer=K" (ended meanwhile) and "kept=K" (still open)."""
+    import resource
+    want = a.count + 64
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(want, soft), max(want, hard)))
+    fam, host, port = parse_hostport(a.addr)
+    ss, failed = [], 0
+    for _ in range(a.count):
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.settimeout(max(a.timeout, 3))     # a SYN retransmit takes 1 s
+        try:
+            s.connect((host, port))
+        except OSError:
+            s.close()
+            failed += 1
+            if failed >= 10:
+                break
+            continue
+        ss.append(s)
+    print("open=%d failed=%d" % (len(ss), failed), flush=True)
+    time.sleep(a.hold)
+    gone = 0
+    for s in ss:
+        s.setblocking(False)
+        try:
+            if s.recv(1) == b"":
+                gone += 1
+        except BlockingIOError:
+            pass
+        except OSError:
+            gone += 1
+        s.close()
+    print("closed-by-peer=%d" % gone)
+    print("kept=%d" % (len(ss) - gone))
+    return 0
+
+
 def cmd_udp(a):
     fam, host, port = parse_hostport(a.addr)
     s = socket.socket(fam, socket.SOCK_DGRAM)
@@ -862,6 +1202,28 @@ def main():
     s.add_argument("--go", required=True)
     s.add_argument("--timeout", type=float, default=5)
     s.set_defaults(fn=cmd_hold)
+    s = sub.add_parser("dns")
+    s.add_argument("addr")
+    s.add_argument("msg", nargs="+")
+    s.add_argument("--tcp", action="store_true")
+    s.add_argument("--pipeline", action="store_true")
+    s.add_argument("--dribble", action="store_true")
+    s.add_argument("--timeout", type=float, default=1)
+    s.set_defaults(fn=cmd_dns)
+    s = sub.add_parser("dnsflood")
+    s.add_argument("addr")
+    s.add_argument("name")
+    s.add_argument("--type", default="A")
+    s.add_argument("--count", type=int, default=100)
+    s.add_argument("--rate", type=float, default=100)
+    s.add_argument("--timeout", type=float, default=1)
+    s.set_defaults(fn=cmd_dnsflood)
+    s = sub.add_parser("conns")
+    s.add_argument("addr")
+    s.add_argument("--count", type=int, default=100)
+    s.add_argument("--hold", type=float, default=3)
+    s.add_argument("--timeout", type=float, default=1)
+    s.set_defaults(fn=cmd_conns)
     s = sub.add_parser("udp")
     s.add_argument("addr")
     s.add_argument("--send", default="x")
