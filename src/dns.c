@@ -55,6 +55,7 @@ struct dnstcp {
 	size_t		 outlen, outoff;
 	unsigned	 inflight;
 	int		 closed;	/* freed when inflight drops to 0 */
+	int		 finishing;	/* reads no more; closes once answers are out */
 };
 
 /* One question asked upstream on a client's behalf. */
@@ -184,6 +185,7 @@ dns_audit(struct worker *w, const struct sandbox *sb, const struct policy *pol,
 /* ---- answering ---------------------------------------------------- */
 
 static void tcp_free(struct dnstcp *t);
+static void tcp_maybe_done(struct dnstcp *t);
 static void tcp_write_cb(evutil_socket_t, short, void *);
 
 static void
@@ -263,6 +265,8 @@ dnsq_free(struct dnsq *dq)
 		dq->tc->inflight--;
 		if (dq->tc->closed && dq->tc->inflight == 0)
 			tcp_free(dq->tc);
+		else
+			tcp_maybe_done(dq->tc);
 	}
 	state_unref(dq->st);
 	free(dq);
@@ -363,7 +367,7 @@ handle_query(struct worker *w, const uint8_t *buf, size_t len, int ufd,
 	if (dns_query_parse(buf, len, &q) != PARSE_COMPLETE) {
 		dw->malformed++;	/* dropped: a reply would feed a scanner */
 		if (tc != NULL)
-			tc->closed = 1;
+			tc->finishing = 1;	/* answers owed still go out */
 		return;
 	}
 	if (addr_from_sockaddr((const struct sockaddr *)from, fromlen, &src,
@@ -484,6 +488,26 @@ tcp_write_cb(evutil_socket_t fd, short what, void *arg)
 		t->outoff += (size_t)n;
 	}
 	event_del(t->wev);
+	tcp_maybe_done(t);
+}
+
+/* A finishing connection closes once nothing is owed to the client. */
+static void
+tcp_maybe_done(struct dnstcp *t)
+{
+	if (t->finishing && !t->closed && t->inflight == 0 &&
+	    t->outoff == t->outlen)
+		tcp_free(t);
+}
+
+/* No more queries are read (end of stream, or a malformed one). */
+static void
+tcp_finish(struct dnstcp *t)
+{
+	t->finishing = 1;
+	if (t->rev != NULL)
+		event_del(t->rev);
+	tcp_maybe_done(t);
 }
 
 static void
@@ -495,7 +519,11 @@ tcp_read_cb(evutil_socket_t fd, short what, void *arg)
 	ssize_t n;
 
 	n = recv(fd, t->in + t->inlen, sizeof(t->in) - t->inlen, 0);
-	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+	if (n == 0) {
+		tcp_finish(t);		/* half-closed: its answers still go */
+		return;
+	}
+	if (n < 0 && errno != EAGAIN && errno != EINTR) {
 		tcp_free(t);
 		return;
 	}
@@ -503,12 +531,12 @@ tcp_read_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	t->inlen += (size_t)n;
 	evtimer_add(t->timer, &tv);
-	while (t->inlen >= 2 && !t->closed) {
+	while (t->inlen >= 2 && !t->closed && !t->finishing) {
 		mlen = (size_t)t->in[0] << 8 | t->in[1];
 		if (mlen < DNS_HDR_LEN || mlen > TCP_MSG_MAX) {
 			t->w->dns->malformed++;
-			tcp_free(t);
-			return;
+			t->finishing = 1;
+			break;
 		}
 		if (t->inlen < 2 + mlen)
 			return;
@@ -517,7 +545,9 @@ tcp_read_cb(evutil_socket_t fd, short what, void *arg)
 		t->inlen -= 2 + mlen;
 	}
 	if (t->closed)
-		tcp_free(t);	/* a malformed query closes the connection */
+		tcp_free(t);
+	else if (t->finishing)
+		tcp_finish(t);	/* a malformed query ends the connection */
 }
 
 static void
