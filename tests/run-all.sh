@@ -9,6 +9,12 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 cd "$top" || exit 1
 [ -x configure ] || autoreconf -fi || exit 1
+# A build configured in the source tree itself would stop ours (automake
+# allows one or the other); clean it, it is rebuilt by `make` there.
+if [ -f config.status ]; then
+	echo "run-all: the source tree was configured in place; make distclean there first"
+	make distclean >/dev/null 2>&1 || rm -f config.status
+fi
 mkdir -p "$build" && cd "$build" || exit 1
 if [ ! -f Makefile ]; then
 	"$top/configure" CC=clang --enable-sanitizers --enable-fuzzers || exit 1
