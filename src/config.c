@@ -129,15 +129,16 @@ get_duration(struct ycheck *x, const struct ynode *map, const char *key,
 }
 
 static void
-get_limit(struct ycheck *x, const struct ynode *map, const char *key,
-    unsigned long long lo, unsigned long long hi, unsigned *dst)
+get_uint(struct ycheck *x, const struct ynode *map, const char *parent,
+    const char *key, unsigned long long lo, unsigned long long hi,
+    unsigned *dst)
 {
 	const struct ynode *n;
 	unsigned long long v = 0;
 	char path[64], e[80];
 	int r;
 
-	snprintf(path, sizeof(path), "limits.%s", key);
+	snprintf(path, sizeof(path), "%s.%s", parent, key);
 	if ((n = ynode_get(map, key)) == NULL || !ycheck_string(x, n, path))
 		return;
 	if ((r = yparse_uint(n->scalar, hi, &v)) == SL_ERR_INVALID) {
@@ -392,11 +393,34 @@ parse_limits(struct ycheck *x, const struct ynode *root, struct config *c)
 	if ((l = get_map(x, root, "limits", "limits")) == NULL)
 		return;
 	ycheck_keys(x, l, "limits", keys);
-	get_limit(x, l, "connections", 1, 1000000, &c->limits.connections);
-	get_limit(x, l, "dns_qps", 1, 1000000, &c->limits.dns_qps);
-	get_limit(x, l, "header_bytes", 1024, 1048576, &c->limits.header_bytes);
-	get_limit(x, l, "client_hello_bytes", 512, 65536,
+	get_uint(x, l, "limits", "connections", 1, 1000000, &c->limits.connections);
+	get_uint(x, l, "limits", "dns_qps", 1, 1000000, &c->limits.dns_qps);
+	get_uint(x, l, "limits", "header_bytes", 1024, 1048576, &c->limits.header_bytes);
+	get_uint(x, l, "limits", "client_hello_bytes", 512, 65536,
 	    &c->limits.client_hello_bytes);
+}
+
+static void
+parse_ca(struct ycheck *x, const struct ynode *root, struct config *c)
+{
+	static const char *const keys[] = { "validity_days", "name_constraints",
+	    NULL };
+	const struct ynode *m, *n;
+
+	if ((m = get_map(x, root, "ca", "ca")) == NULL)
+		return;
+	ycheck_keys(x, m, "ca", keys);
+	get_uint(x, m, "ca", "validity_days", 1, 365, &c->ca_validity_days);
+	if ((n = ynode_get(m, "name_constraints")) == NULL ||
+	    !ycheck_string(x, n, "ca.name_constraints"))
+		return;
+	if (strcmp(n->scalar, "true") == 0)
+		c->ca_name_constraints = 1;
+	else if (strcmp(n->scalar, "false") == 0)
+		c->ca_name_constraints = 0;
+	else
+		ycheck_err(x, n->line, n->col, "'ca.name_constraints' must be "
+		    "true or false");
 }
 
 static void
@@ -684,6 +708,7 @@ config_defaults(struct config *c, const char *file)
 	c->timeouts.connect = 10000;
 	c->timeouts.first_byte = 1000;
 	c->timeouts.drain = 10000;
+	c->ca_validity_days = 7;
 	return 0;
 }
 
@@ -693,7 +718,7 @@ config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 	static const char *const keys[] = { "listen", "resolvers", "policy_dir",
 	    "secret_dir", "gateway_key", "signing_key", "issuer", "upstream_ca",
 	    "audit", "workers", "user", "limits", "timeouts", "sandboxes",
-	    NULL };
+	    "control_group", "ca", NULL };
 
 	if (root != NULL && root->kind != YNODE_MAP) {
 		ycheck_err(x, root->line, root->col,
@@ -719,6 +744,9 @@ config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 		parse_limits(x, root, c);
 		parse_timeouts(x, root, c);
 		parse_sandboxes(x, root, c);
+		get_string(x, root, "control_group", "control_group",
+		    &c->control_group);
+		parse_ca(x, root, c);
 		check_endpoint_clash(x, root, c);
 	}
 	check_required(x, root);
@@ -794,6 +822,7 @@ config_free(struct config *c)
 	free(c->proxy);
 	free(c->dns);
 	free(c->control);
+	free(c->control_group);
 	free(c->metrics);
 	free(c->resolvers);
 	free(c->policy_dir);

@@ -60,6 +60,9 @@ struct config {
 		unsigned drain;		/* 10s: SIGTERM grace (extension) */
 	} timeouts;
 	struct config_sandbox *sandboxes; size_t nsandboxes;	/* extension */
+	char		*control_group;	/* extension: may use the control socket */
+	unsigned	 ca_validity_days;	/* extension: ca.validity_days, 7 */
+	int		 ca_name_constraints;	/* extension: ca.name_constraints */
 };
 
 /*

@@ -27,6 +27,7 @@
 #include "dnsmem.h"
 #include "httphead.h"
 #include "log.h"
+#include "metrics.h"
 #include "relay.h"
 #include "state.h"
 #include "worker.h"
@@ -118,6 +119,31 @@ original_dst(struct conn *c, int fd)
 		return SL_ERR_IO;
 	return addr_from_sockaddr((struct sockaddr *)&ss, len, &c->dst,
 	    &c->dst_port);
+}
+
+static uint64_t
+mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The connection's first verdict: how long the handshake and the decision took. */
+static void
+conn_observe_verdict(struct conn *c)
+{
+	uint64_t now, start;
+
+	if (c->observed || c->judging_us == 0)
+		return;
+	c->observed = 1;
+	now = mono_us();
+	start = (uint64_t)c->started.tv_sec * 1000000u +
+	    (uint64_t)c->started.tv_nsec / 1000u;
+	mhist_observe(&c->w->metrics.handshake, now - start);
+	mhist_observe(&c->w->metrics.decision, now - c->judging_us);
 }
 
 /* Takes the worker's current snapshot for a decision about to be made. */
@@ -254,6 +280,8 @@ conn_decided(struct conn *c)
 {
 	struct sl_addr dst;
 
+	if (c->judging_us == 0)
+		c->judging_us = mono_us();
 	conn_take_state(c);
 	addr_canonical(&c->dst, &dst);
 	if (state_is_own_addr(c->st, &dst)) {
@@ -310,6 +338,7 @@ conn_decided(struct conn *c)
 void
 conn_proceed(struct conn *c)
 {
+	conn_observe_verdict(c);
 	if (c->state == CS_RELAY && c->http != NULL)
 		conn_http_allowed(c);
 	else
@@ -553,6 +582,7 @@ conn_deny(struct conn *c, const char *reason, const char *rule)
 	c->dec.verdict = VERDICT_DENY;
 	c->dec.reason = reason;
 	c->dec.rule = rule;
+	conn_observe_verdict(c);
 	if (strcmp(reason, "upstream-unreachable") == 0)
 		status = 502;
 	else if (strcmp(reason, "upstream-timeout") == 0)
@@ -776,6 +806,12 @@ conn_audit(struct conn *c, const char *reason)
 	if (rec != NULL && c->kind == LISTEN_PROXY && c->authority[0])
 		json_object_set_new(rec, "authority", json_string(c->authority));
 	audit_write(worker_audit(c->w), "conn", rec);
+	mtable_add(&c->w->metrics.conns, action, pass ? c->dec.reason : reason);
+	if (c->counter != NULL) {
+		atomic_fetch_add(&c->counter->conns_total, 1);
+		if (!pass)
+			atomic_fetch_add(&c->counter->denied_total, 1);
+	}
 }
 
 static void
@@ -824,25 +860,81 @@ conn_close(struct conn *c, const char *reason)
 	worker_conn_gone(w);
 }
 
+/* The verdict the connection's policy gives its destination and name now. */
+static void
+conn_decide_again(struct conn *c, struct decision *d)
+{
+	policy_check_dest(c->pol, &c->dst, c->dst_port, d);
+	if (d->verdict != VERDICT_CONTINUE)
+		return;
+	if (c->name[0] != '\0')
+		policy_check_name(c->pol, c->name, &c->dst, c->dst_port, d);
+	else
+		policy_check_opaque(c->pol, &c->dst, c->dst_port, d);
+}
+
+/*
+ * After a snapshot swap (w->st is the new one).  A connection of a sandbox
+ * that is gone, or whose source another sandbox owns now, is closed; one
+ * whose policy object did not change moves to the new snapshot as it is;
+ * the rest keep going only if the new policy would decide the same again.
+ */
 void
 conn_rejudge(struct conn *c)
 {
+	const struct sandbox *sb;
+	struct sl_addr src;
 	struct decision d;
 
-	if (c->state != CS_RELAY || c->http != NULL)
-		return;		/* plain HTTP re-judges every request anyway */
-	conn_take_state(c);
-	policy_check_dest(c->pol, &c->dst, c->dst_port, &d);
-	if (d.verdict == VERDICT_CONTINUE) {
-		if (c->name[0] != '\0')
-			policy_check_name(c->pol, c->name, &c->dst, c->dst_port, &d);
+	if (c->state == CS_CLOSED || c->counter == NULL)
+		return;
+	addr_canonical(&c->src, &src);
+	sb = state_sandbox_for(c->w->st, &src);
+	if (sb->counter != c->counter) {
+		if (c->sb->id != NULL && state_sandbox(c->w->st, c->sb->id) == NULL)
+			c->close_reason = "sandbox-deleted";
 		else
-			policy_check_opaque(c->pol, &c->dst, c->dst_port, &d);
-	}
-	c->dec = d;	/* its rule points into c->st, which we now hold */
-	if (d.verdict != VERDICT_PASS) {
+			c->close_reason = "sandbox-changed";
 		c->dec.verdict = VERDICT_DENY;
-		c->close_reason = "policy-changed";
-		conn_close(c, "policy-changed");
+		conn_close(c, c->close_reason);
+		return;
 	}
+	if (sb->policy == c->pol) {
+		state_unref(c->st);
+		c->st = state_ref(c->w->st);
+		c->sb = sb;
+		return;
+	}
+	switch (c->state) {
+	case CS_NEW:
+	case CS_PROXY_HEAD:
+	case CS_SNIFF:
+	case CS_DENY:
+		/* Nothing decided yet (or already refused): the next step takes it. */
+		conn_take_state(c);
+		return;
+	case CS_RESOLVE:
+	case CS_CONNECT:
+	case CS_RELAY:
+		break;
+	case CS_CLOSED:
+		return;
+	}
+	conn_take_state(c);
+	if (c->kind == LISTEN_PROXY && !c->tunnel && c->name[0] == '\0')
+		return;		/* proxy requests are each judged anyway */
+	conn_decide_again(c, &d);
+	if (d.verdict == VERDICT_PASS) {
+		d.need_binding = c->dec.need_binding;
+		c->dec = d;	/* its rule points into c->st, which we now hold */
+		return;
+	}
+	if (c->state != CS_RELAY) {
+		conn_deny(c, "policy-changed", d.rule);
+		return;
+	}
+	c->dec = d;
+	c->dec.verdict = VERDICT_DENY;
+	c->close_reason = "policy-changed";
+	conn_close(c, "policy-changed");
 }

@@ -60,7 +60,9 @@ struct conn {
 	enum conn_state	 state;
 	struct half	 down, up;
 	struct event	*timer;
-	struct timespec	 started;
+	struct timespec	 started;	/* monotonic */
+	uint64_t	 judging_us;	/* first bytes complete (monotonic us) */
+	int		 observed;	/* verdict latency recorded */
 	uint64_t	 last_active;	/* monotonic milliseconds */
 
 	struct sl_addr	 src, dst;	/* dst: the original destination */

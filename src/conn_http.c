@@ -239,6 +239,8 @@ conn_http_audit(struct conn *c, const char *action, const char *reason,
 
 	if (h == NULL)
 		return;
+	mtable_add(&c->w->metrics.requests, rule != NULL ? rule : "(none)",
+	    action);
 	log_escape(h->target, h->target_len, target, sizeof(target));
 	rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s?, s:i}",
 	    "sandbox", c->sb ? c->sb->id : NULL,

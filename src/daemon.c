@@ -17,6 +17,7 @@
 
 #include "audit.h"
 #include "config.h"
+#include "ctl.h"
 #include "daemon.h"
 #include "dnsmem.h"
 #include "log.h"
@@ -150,29 +151,58 @@ harden_process(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-int
-daemon_reload(struct daemon *d)
+uint64_t
+daemon_publish(struct daemon *d, struct state *st)
 {
-	struct errlist errs = ERRLIST_INIT;
-	struct state *st = NULL;
 	size_t i;
 
-	if (state_build(d->cfg, d->state, d->generation + 1, &st, &errs) != 0) {
-		for (i = 0; i < errs.n; i++)
-			log_errx("reload", "%s", errs.msgs[i]);
-		log_errx("reload", "policies not reloaded: %zu error(s); the "
-		    "policies in force stay", errs.n);
-		errlist_free(&errs);
-		return SL_ERR_INVALID;
-	}
-	d->generation++;
+	d->generation = st->generation;
 	state_unref(d->state);
 	d->state = st;
 	for (i = 0; i < d->nworkers; i++)
 		worker_post_state(&d->workers[i], st);
+	return st->generation;
+}
+
+int
+daemon_reload(struct daemon *d, struct errlist *errs)
+{
+	struct errlist mine = ERRLIST_INIT;
+	struct errlist *e = errs != NULL ? errs : &mine;
+	struct state *st = NULL;
+	size_t i;
+
+	if (state_build(d->cfg, d->state, d->generation + 1, &st, e) != 0) {
+		for (i = 0; errs == NULL && i < e->n; i++)
+			log_errx("reload", "%s", e->msgs[i]);
+		log_errx("reload", "policies not reloaded: %zu error(s); the "
+		    "policies in force stay", e->n);
+		errlist_free(&mine);
+		return SL_ERR_INVALID;
+	}
+	daemon_publish(d, st);
 	log_info("reload", "policies reloaded: %zu policies, generation %llu",
 	    st->npolicies, (unsigned long long)st->generation);
 	return 0;
+}
+
+/* A worker runs a new snapshot: answer the control requests that waited. */
+static void
+applied_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	uint64_t g, min = UINT64_MAX;
+	size_t i;
+
+	for (i = 0; i < d->nworkers; i++)
+		if ((g = atomic_load(&d->workers[i].applied)) < min)
+			min = g;
+	if (min > d->generation)
+		min = d->generation;
+	if (min > d->applied) {
+		d->applied = min;
+		ctl_applied(d->ctl, min);
+	}
 }
 
 static void
@@ -194,7 +224,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 	size_t i;
 
 	if (sig == SIGHUP) {
-		daemon_reload(d);
+		daemon_reload(d, NULL);
 		return;
 	}
 	if (d->draining) {
@@ -246,6 +276,8 @@ daemon_run(struct config *cfg)
 	memset(&d, 0, sizeof(d));
 	d.cfg = cfg;
 	d.generation = 1;
+	d.applied = 1;
+	d.started = time(NULL);
 	harden_process();
 	if ((d.base = event_base_new()) == NULL)
 		goto out;
@@ -267,9 +299,14 @@ daemon_run(struct config *cfg)
 	for (i = 0; i < d.nworkers; i++)
 		if (open_listeners(&d, &d.workers[i]) != 0)
 			goto out;
+	if (ctl_open(&d, &d.ctl) != 0)
+		goto out;
 	if (drop_privileges(cfg->user) != 0)
 		goto out;
 	d.worker_done = event_new(d.base, -1, EV_PERSIST, worker_done_cb, &d);
+	d.applied_ev = event_new(d.base, -1, EV_PERSIST, applied_cb, &d);
+	if (d.worker_done == NULL || d.applied_ev == NULL)
+		goto out;
 	for (i = 0; signums[i] != 0; i++) {
 		sigs[i] = evsignal_new(d.base, signums[i], signal_cb, &d);
 		evsignal_add(sigs[i], NULL);
@@ -282,6 +319,8 @@ daemon_run(struct config *cfg)
 	for (started = 0; started < d.nworkers; started++)
 		if (worker_start(&d.workers[started]) != 0)
 			goto out;
+	if (ctl_start(d.ctl) != 0)
+		goto out;
 	log_info("daemon", "sluiced %s running: %zu workers, %zu policies",
 	    PACKAGE_VERSION, d.nworkers, d.state->npolicies);
 	event_base_loop(d.base, EVLOOP_NO_EXIT_ON_EMPTY);
@@ -303,6 +342,9 @@ daemon_run(struct config *cfg)
 		event_free(d.worker_done);
 	if (d.drain_timer != NULL)
 		event_free(d.drain_timer);
+	ctl_free(d.ctl);
+	if (d.applied_ev != NULL)
+		event_free(d.applied_ev);
 	audit_close(d.audit);
 	dnsmem_free(d.dnsmem);
 	state_unref(d.state);

@@ -13,6 +13,8 @@ struct worker;
 struct event_base;
 struct event;
 struct dnsmem;
+struct ctl;
+struct errlist;
 
 struct daemon {
 	struct config		*cfg;
@@ -27,11 +29,24 @@ struct daemon {
 	struct event		*worker_done;	/* a worker thread ended */
 	struct event		*drain_timer;
 	atomic_uint		 finished;	/* worker threads that ended */
+	struct ctl		*ctl;		/* the control socket */
+	struct event		*applied_ev;	/* a worker took a snapshot */
+	uint64_t		 applied;	/* generation every worker runs */
+	time_t			 started;
 };
 
 /* Runs the daemon until SIGTERM; returns the exit status. */
 int	daemon_run(struct config *cfg);
-/* Re-reads policy_dir; on any error the snapshot in force stays. */
-int	daemon_reload(struct daemon *d);
+/*
+ * Re-reads policy_dir; on any error (added to errs, which may be NULL:
+ * logged) the snapshot in force stays.  Returns 0 or SL_ERR_INVALID.
+ */
+int	daemon_reload(struct daemon *d, struct errlist *errs);
+/*
+ * Puts st (sealed, generation d->generation + 1; the reference is taken)
+ * in force and hands it to every worker.  Returns its generation; it is
+ * in force everywhere once d->applied reaches it.
+ */
+uint64_t daemon_publish(struct daemon *d, struct state *st);
 
 #endif

@@ -289,6 +289,7 @@ upstream_cb(int err, const uint8_t *resp, size_t len, uint16_t id, void *arg)
 	    &ops, out, sizeof(out), &outlen, &res) != 0) {
 		reply_rcode(w, dq->ufd, &dq->from, dq->fromlen, dq->tc, &dq->q,
 		    DNS_RCODE_SERVFAIL);
+		mtable_add(&w->metrics.dns, "servfail", NULL);
 		dns_audit(w, dq->sb, dq->pol, &dq->q, "servfail",
 		    err != 0 ? "upstream-unavailable" : "upstream-malformed", NULL);
 		dnsq_free(dq);
@@ -303,6 +304,7 @@ upstream_cb(int err, const uint8_t *resp, size_t len, uint16_t id, void *arg)
 			    &res.kept[i].addr, res.kept[i].ttl, now);
 	}
 	reply(w, dq->ufd, &dq->from, dq->fromlen, dq->tc, out, outlen);
+	mtable_add(&w->metrics.dns, "answered", NULL);
 	if (res.removed_addrs || res.cut_cnames || res.stripped_ech ||
 	    audit_allowed_now(dq->sb->counter))
 		dns_audit(w, dq->sb, dq->pol, &dq->q, "answer", "allow-name", &res);
@@ -366,6 +368,7 @@ handle_query(struct worker *w, const uint8_t *buf, size_t len, int ufd,
 
 	if (dns_query_parse(buf, len, &q) != PARSE_COMPLETE) {
 		dw->malformed++;	/* dropped: a reply would feed a scanner */
+		mtable_add(&w->metrics.dns, "dropped", NULL);
 		if (tc != NULL)
 			tc->finishing = 1;	/* answers owed still go out */
 		return;
@@ -377,20 +380,24 @@ handle_query(struct worker *w, const uint8_t *buf, size_t len, int ufd,
 	sb = state_sandbox_for(w->st, &src);
 	pol = sb->policy;
 	if (!rate_ok(w, sb, pol, &q)) {
+		mtable_add(&w->metrics.dns, "ratelimited", NULL);
 		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_REFUSED);
 		return;
 	}
 	if (q.name[0] == '\0' || !policy_name_allowed(pol, q.name)) {
 		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_NXDOMAIN);
+		mtable_add(&w->metrics.dns, "nxdomain", NULL);
 		dns_audit(w, sb, pol, &q, "nxdomain", "not-allowed", NULL);
 		return;
 	}
 	if (!qtype_relayed(q.qtype)) {
 		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_NOERROR);
+		mtable_add(&w->metrics.dns, "nodata", NULL);
 		dns_audit(w, sb, pol, &q, "nodata", "type-not-relayed", NULL);
 		return;
 	}
 	if (tc != NULL && tc->inflight >= TCP_MAX_INFLIGHT) {
+		mtable_add(&w->metrics.dns, "refused", NULL);
 		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_REFUSED);
 		return;
 	}

@@ -51,13 +51,20 @@ free_egress(struct egress_rule *rules, size_t n)
 	free(rules);
 }
 
+struct policy *
+policy_ref(struct policy *p)
+{
+	atomic_fetch_add(&p->refs, 1);
+	return p;
+}
+
 void
 policy_free(struct policy *p)
 {
 	struct intercept_rule *r;
 	size_t i;
 
-	if (p == NULL)
+	if (p == NULL || atomic_fetch_sub(&p->refs, 1) != 1)
 		return;
 	free(p->name);
 	free(p->file);

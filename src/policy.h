@@ -2,6 +2,7 @@
 #ifndef SLUICE_POLICY_H
 #define SLUICE_POLICY_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,7 +58,12 @@ struct intercept_rule {
 	unsigned	 line;
 };
 
+/*
+ * Immutable once parsed and shared by reference: every snapshot that holds
+ * it (and a sandbox's inline policy) counts one reference.
+ */
 struct policy {
+	atomic_uint	 refs;
 	char		*name;
 	char		*file;		/* where it came from, or "inline" */
 	uint8_t		 digest[32];	/* BLAKE2b-256 of the source bytes */
@@ -88,7 +94,8 @@ int	policy_parse(const char *file, const char *buf, size_t len,
 	    struct policy **out, struct errlist *errs);
 /* Reads path (at most POLICY_MAX_BYTES) and parses it. */
 int	policy_load(const char *path, struct policy **out, struct errlist *errs);
-void	policy_free(struct policy *p);		/* accepts NULL */
+struct policy *policy_ref(struct policy *p);
+void	policy_free(struct policy *p);	/* drops a reference; accepts NULL */
 
 #define POLICY_MAX_BYTES	(4u << 20)
 #define POLICY_MAX_NODES	1000000u	/* YAML nodes of one policy */

@@ -395,8 +395,12 @@ policy_parse(const char *file, const char *buf, size_t len,
 	if ((r = ydoc_parse_limit(file, buf, len, POLICY_MAX_NODES, &doc,
 	    errs)) != 0)
 		goto out;
-	if ((p = calloc(1, sizeof(*p))) == NULL ||
-	    (p->file = strdup(file)) == NULL) {
+	if ((p = calloc(1, sizeof(*p))) == NULL) {
+		r = SL_ERR_NOMEM;
+		goto out;
+	}
+	atomic_init(&p->refs, 1);
+	if ((p->file = strdup(file)) == NULL) {
 		r = SL_ERR_NOMEM;
 		goto out;
 	}

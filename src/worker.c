@@ -98,6 +98,8 @@ swap_state(struct worker *w, struct state *st)
 		next = TAILQ_NEXT(c, link);
 		conn_rejudge(c);
 	}
+	atomic_store(&w->applied, st->generation);
+	event_active(w->d->applied_ev, EV_READ, 0);
 }
 
 static void
@@ -166,6 +168,7 @@ worker_init(struct worker *w, struct daemon *d, unsigned idx)
 	if (w->res == NULL)
 		return SL_ERR_INTERNAL;
 	w->st = state_ref(d->state);
+	atomic_init(&w->applied, d->state->generation);
 	if (dns_worker_start(w) != 0)
 		return SL_ERR_IO;
 	for (i = 0; i < w->nlis; i++) {
@@ -187,8 +190,10 @@ worker_main(void *arg)
 
 	/* The wake event has no fd: keep looping while idle. */
 	event_base_loop(w->base, EVLOOP_NO_EXIT_ON_EMPTY);
+	atomic_store(&w->applied, UINT64_MAX);	/* nobody waits for it now */
 	atomic_fetch_add(&w->d->finished, 1);
 	event_active(w->d->worker_done, EV_READ, 0);
+	event_active(w->d->applied_ev, EV_READ, 0);
 	return NULL;
 }
 

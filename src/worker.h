@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "conn.h"
+#include "metrics.h"
 
 struct daemon;
 struct event_base;
@@ -48,6 +49,8 @@ struct worker {
 	size_t			 nconns;
 	int			 draining;
 	time_t			 last_accept_warn;
+	atomic_ullong		 applied;	/* generation in force here */
+	struct wmetrics		 metrics;	/* written here, read by scrapes */
 };
 
 #define WORKER_CMD_DRAIN	0x1	/* stop accepting, exit when idle */

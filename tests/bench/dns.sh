@@ -25,7 +25,7 @@ mkdir -p "$tmp/pol"
 cp "$top/policy.d/default.yaml" "$tmp/pol/"
 printf 'name: bench\negress:\n  allow:\n    - domain: allowed.test\n' > "$tmp/pol/bench.yaml"
 cat > "$tmp/sluiced.yaml" <<CFG
-listen: {transparent: ["0.0.0.0:15001"], dns: ["0.0.0.0:15053"]}
+listen: {transparent: ["0.0.0.0:15001"], dns: ["0.0.0.0:15053"], control: $tmp/control.sock}
 resolvers: ["198.18.1.2:53"]
 policy_dir: $tmp/pol
 audit: {path: $tmp/audit.jsonl, fsync: batch}

@@ -95,7 +95,7 @@ egress:
     - domain: allowed.test
 POL
 cat > "$tmp/sluiced.yaml" <<CFG
-listen: {transparent: ["0.0.0.0:15001", "[::]:15001"]}
+listen: {transparent: ["0.0.0.0:15001", "[::]:15001"], control: $tmp/control.sock}
 resolvers: ["198.18.1.2:53"]
 policy_dir: $tmp/pol
 audit: {path: $tmp/audit.jsonl, fsync: batch}

@@ -318,6 +318,7 @@ listen:
   transparent: ["0.0.0.0:15001", "[::]:15001"]
   proxy: ["198.18.0.1:3128"]
   dns: ["0.0.0.0:15053", "[::]:15053"]
+  control: $SL_RUN/control.sock
 resolvers: ["198.18.1.2:53"]
 policy_dir: $SL_RUN/policy.d
 upstream_ca: $CA

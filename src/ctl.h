@@ -1,0 +1,26 @@
+/* ctl.h: the control socket, HTTP/1.1 and JSON for orchestrators and sluicectl. */
+#ifndef SLUICE_CTL_H
+#define SLUICE_CTL_H
+
+#include <stdint.h>
+
+struct daemon;
+struct ctl;
+struct evbuffer;
+
+/*
+ * Binds listen.control (a Unix socket, mode 0660, group control_group)
+ * and listen.metrics (TCP, GET /metrics only); runs before privileges are
+ * dropped.  Errors are logged; returns 0 or SL_ERR_*.
+ */
+int	ctl_open(struct daemon *d, struct ctl **out);
+/* Starts serving on d->base (main thread). */
+int	ctl_start(struct ctl *ctl);
+void	ctl_free(struct ctl *ctl);		/* accepts NULL */
+
+/* Every worker runs with generation gen now: answer the requests that waited. */
+void	ctl_applied(struct ctl *ctl, uint64_t gen);
+/* The control API's own counters, for metrics_render. */
+void	ctl_render_metrics(const struct ctl *ctl, struct evbuffer *out);
+
+#endif
