@@ -909,10 +909,11 @@ conn_rejudge(struct conn *c)
 	case CS_NEW:
 	case CS_PROXY_HEAD:
 	case CS_SNIFF:
-	case CS_DENY:
-		/* Nothing decided yet (or already refused): the next step takes it. */
+		/* Nothing decided yet: the decision will take the new policy. */
 		conn_take_state(c);
 		return;
+	case CS_DENY:
+		return;		/* refused already; its rule stays for the audit */
 	case CS_RESOLVE:
 	case CS_CONNECT:
 	case CS_RELAY:

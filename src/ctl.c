@@ -53,6 +53,7 @@ struct ctl_conn {
 	int		 too_big;
 	int		 keep_alive;
 	int		 waiting;	/* resp waits for its generation */
+	int		 closing;	/* the last answer is being flushed */
 	struct ctl_resp	 resp;
 };
 
@@ -70,6 +71,7 @@ struct ctl {
 };
 
 static void conn_read_cb(struct bufferevent *, void *);
+static void conn_event_cb(struct bufferevent *, short, void *);
 
 /* ---- answers -------------------------------------------------------- */
 
@@ -229,14 +231,13 @@ conn_send(struct ctl_conn *cc)
 	cc->urllen = 0;
 	cc->headbytes = 0;
 	if (!cc->keep_alive) {
+		cc->closing = 1;
 		bufferevent_disable(cc->bev, EV_READ);
-		bufferevent_setcb(cc->bev, NULL, drained_cb, NULL, cc);
+		bufferevent_setcb(cc->bev, NULL, drained_cb, conn_event_cb, cc);
 		return;
 	}
 	llhttp_resume(&cc->parser);
 	bufferevent_enable(cc->bev, EV_READ);
-	if (evbuffer_get_length(bufferevent_get_input(cc->bev)) > 0)
-		conn_read_cb(cc->bev, cc);
 }
 
 static void
@@ -436,7 +437,9 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	size_t len, used;
 	const char *data;
 
-	while (!cc->waiting && (len = evbuffer_get_contiguous_space(in)) > 0) {
+	/* Pipelined requests are answered in turn, without recursion. */
+	while (!cc->waiting && !cc->closing &&
+	    (len = evbuffer_get_contiguous_space(in)) > 0) {
 		data = (const char *)evbuffer_pullup(in, (ssize_t)len);
 		e = llhttp_execute(&cc->parser, data, len);
 		if (e == HPE_OK) {
@@ -447,8 +450,8 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 			used = (size_t)(llhttp_get_error_pos(&cc->parser) - data);
 			evbuffer_drain(in, used);
 			bufferevent_disable(bev, EV_READ);
-			conn_handle(cc);
-			return;		/* cc may be gone */
+			conn_handle(cc);	/* answers, or waits */
+			continue;
 		}
 		evbuffer_drain(in, evbuffer_get_length(in));
 		if (cc->too_big)
@@ -459,10 +462,25 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	}
 }
 
+/*
+ * A peer that shut its side after a request still gets the answer; an
+ * error or the idle timeout ends the connection at once.
+ */
 static void
 conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
-	conn_free(arg);	/* EOF, error or idle: a waiting answer is dropped */
+	struct ctl_conn *cc = arg;
+
+	if ((what & BEV_EVENT_EOF) && !(what & (BEV_EVENT_ERROR |
+	    BEV_EVENT_TIMEOUT))) {
+		cc->keep_alive = 0;
+		if (cc->waiting)
+			return;		/* conn_send flushes, then frees */
+		if (cc->closing && evbuffer_get_length(
+		    bufferevent_get_output(bev)) > 0)
+			return;		/* drained_cb frees */
+	}
+	conn_free(cc);
 }
 
 /* Root, ourselves and control_group members may talk to us. */
@@ -553,8 +571,11 @@ ctl_applied(struct ctl *ctl, uint64_t gen)
 
 	for (cc = TAILQ_FIRST(&ctl->conns); cc != NULL; cc = next) {
 		next = TAILQ_NEXT(cc, link);
-		if (cc->waiting && cc->resp.wait_gen <= gen)
+		if (cc->waiting && cc->resp.wait_gen <= gen) {
 			conn_send(cc);
+			if (!cc->closing)	/* requests that came meanwhile */
+				conn_read_cb(cc->bev, cc);
+		}
 	}
 }
 

@@ -38,18 +38,14 @@ mtable_add(struct mtable *t, const char *a, const char *b)
 			return;
 		}
 	}
-	if (n == METRICS_KEYS - 1) {	/* the last slot is "other" */
+	if (n == METRICS_KEYS) {	/* full: the last slot is "other" */
+		atomic_fetch_add_explicit(&t->e[n - 1].n, 1, memory_order_relaxed);
+		return;
+	}
+	if (n == METRICS_KEYS - 1) {
 		a = "other";
 		b = "other";
-		for (i = 0; i < n; i++)
-			if (strcmp(t->e[i].a, "other") == 0 &&
-			    strcmp(t->e[i].b, "other") == 0) {
-				atomic_fetch_add_explicit(&t->e[i].n, 1,
-				    memory_order_relaxed);
-				return;
-			}
-	} else if (n >= METRICS_KEYS)
-		return;
+	}
 	k = &t->e[n];
 	snprintf(k->a, sizeof(k->a), "%s", a);
 	snprintf(k->b, sizeof(k->b), "%s", b);
