@@ -13,7 +13,7 @@
 struct daemon;
 struct state;
 
-#define CTL_BODY_MAX	(1u << 20)
+#define CTL_BODY_MAX	(4u << 20)	/* POLICY_MAX_BYTES */
 #define CTL_HEAD_MAX	(16u << 10)
 
 struct ctl_req {

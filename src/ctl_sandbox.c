@@ -13,6 +13,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "ca.h"
 #include "config.h"
@@ -63,6 +64,42 @@ fmt_time(time_t t, char *buf, size_t len)
 }
 
 static json_t *
+asn1_time_json(const ASN1_TIME *t)
+{
+	struct tm tm;
+	char buf[32];
+
+	if (ASN1_TIME_to_tm(t, &tm) != 1)
+		return json_null();
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return json_string(buf);
+}
+
+/* The permitted DNS subtrees of the CA's nameConstraints, or null. */
+static json_t *
+constraints_json(X509 *x)
+{
+	NAME_CONSTRAINTS *nc;
+	GENERAL_SUBTREE *st;
+	json_t *arr;
+	int i;
+
+	if ((nc = X509_get_ext_d2i(x, NID_name_constraints, NULL, NULL)) == NULL)
+		return json_null();
+	arr = json_array();
+	for (i = 0; arr != NULL && i < sk_GENERAL_SUBTREE_num(
+	    nc->permittedSubtrees); i++) {
+		st = sk_GENERAL_SUBTREE_value(nc->permittedSubtrees, i);
+		if (st->base->type == GEN_DNS)
+			json_array_append_new(arr, json_stringn(
+			    (const char *)ASN1_STRING_get0_data(st->base->d.dNSName),
+			    (size_t)ASN1_STRING_length(st->base->d.dNSName)));
+	}
+	NAME_CONSTRAINTS_free(nc);
+	return arr;
+}
+
+static json_t *
 ca_json(struct sb_counter *c, int with_pem)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -80,7 +117,10 @@ ca_json(struct sb_counter *c, int with_pem)
 		goto out;
 	for (i = 0; i < mdlen; i++)
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	j = json_pack("{s:s}", "fingerprint_sha256", hex);
+	j = json_pack("{s:s, s:o, s:o, s:o}", "fingerprint_sha256", hex,
+	    "not_before", asn1_time_json(X509_get0_notBefore(x)),
+	    "not_after", asn1_time_json(X509_get0_notAfter(x)),
+	    "name_constraints", constraints_json(x));
 	if (j != NULL && with_pem && (pem = ca_cert_pem(c->ca, &len)) != NULL) {
 		json_object_set_new(j, "pem", json_stringn(pem, len));
 		free(pem);

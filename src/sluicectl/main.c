@@ -2,56 +2,37 @@
  * to the daemon's control socket. */
 #include "autoconf.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
 #include <sodium.h>
 
-#include "err.h"
-#include "policy.h"
+#include "sluicectl/sluicectl.h"
 
-#define DEFAULT_SOCKET	"/run/sluice/control.sock"
-
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
-
-/* What every command gets: the global options. */
-struct ctl {
-	const char	*socket;	/* --socket, $SLUICE_SOCKET, default */
-	int		 json;		/* --json */
-};
-
-struct cmd {
-	const char	*group;		/* "policy", or NULL for a bare verb */
-	const char	*verb;
-	const char	*usage;
-	int		(*run)(struct ctl *, const struct cmd *, int, char **);
-};
-
-static int cmd_policy_check(struct ctl *, const struct cmd *, int, char **);
-static int cmd_needs_api(struct ctl *, const struct cmd *, int, char **);
 static int cmd_not_yet(struct ctl *, const struct cmd *, int, char **);
 
 /* SPEC's commands, in the order --help lists them. */
 static const struct cmd cmds[] = {
 	{ "sandbox", "add", "ID --source ADDR[/LEN]... --policy NAME|FILE "
-	    "[--team T] [--project P]", cmd_needs_api },
-	{ "sandbox", "ls", "", cmd_needs_api },
-	{ "sandbox", "show", "ID", cmd_needs_api },
-	{ "sandbox", "ca", "ID", cmd_needs_api },
-	{ "sandbox", "set-policy", "ID NAME|FILE", cmd_needs_api },
-	{ "sandbox", "rm", "ID", cmd_needs_api },
-	{ "policy", "ls", "", cmd_needs_api },
-	{ "policy", "put", "FILE", cmd_needs_api },
+	    "[--team T] [--project P]", cmd_sandbox_add },
+	{ "sandbox", "ls", "", cmd_sandbox_ls },
+	{ "sandbox", "show", "ID", cmd_sandbox_show },
+	{ "sandbox", "ca", "ID", cmd_sandbox_ca },
+	{ "sandbox", "set-policy", "ID NAME|FILE", cmd_sandbox_set_policy },
+	{ "sandbox", "rm", "ID", cmd_sandbox_rm },
+	{ "policy", "ls", "", cmd_policy_ls },
+	{ "policy", "put", "FILE", cmd_policy_put },
 	{ "policy", "check", "FILE...", cmd_policy_check },
-	{ "secret", "ls", "", cmd_needs_api },
-	{ "secret", "put", "FILE.sealed", cmd_needs_api },
-	{ "secret", "rm", "NAME", cmd_needs_api },
-	{ NULL, "reload", "", cmd_needs_api },
-	{ NULL, "stats", "", cmd_needs_api },
-	{ "audit", "tail", "[-f]", cmd_needs_api },
+	{ "secret", "ls", "", cmd_secret_ls },
+	{ "secret", "put", "FILE.sealed", cmd_secret_put },
+	{ "secret", "rm", "NAME", cmd_secret_rm },
+	{ NULL, "reload", "", cmd_reload },
+	{ NULL, "stats", "", cmd_stats },
+	{ "audit", "tail", "[-f]", cmd_audit_tail },
 	{ "audit", "verify", "FILE... --pub signing.pub", cmd_not_yet },
 	{ NULL, "keygen", "--out DIR", cmd_not_yet },
 	{ NULL, "seal", "--pub gateway.pub --name NAME [--host H]...",
@@ -67,144 +48,145 @@ usage(FILE *f)
 	fprintf(f, "usage: sluicectl [--socket PATH] [--json] COMMAND [ARGS]\n"
 	    "       sluicectl --help | --version\n\ncommands:\n");
 	for (i = 0; i < NCMDS; i++)
-		fprintf(f, "  %s%s%s %s\n", cmds[i].group ? cmds[i].group : "",
-		    cmds[i].group ? " " : "", cmds[i].verb, cmds[i].usage);
+		fprintf(f, "  %s%s%s%s%s\n", cmds[i].group ? cmds[i].group : "",
+		    cmds[i].group ? " " : "", cmds[i].verb,
+		    *cmds[i].usage ? " " : "", cmds[i].usage);
 	fprintf(f, "\nThe socket is --socket, else $SLUICE_SOCKET, else "
 	    DEFAULT_SOCKET ".\n");
 }
 
-static void
-cmd_name(const struct cmd *c, char *buf, size_t len)
+void
+cmd_prefix(const struct cmd *c, FILE *f)
 {
-	snprintf(buf, len, "%s%s%s", c->group ? c->group : "",
+	fprintf(f, "sluicectl: %s%s%s: ", c->group ? c->group : "",
 	    c->group ? " " : "", c->verb);
 }
 
-static int
-cmd_needs_api(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
+void
+cmd_err(const struct cmd *c, const char *fmt, ...)
 {
-	char name[64];
+	va_list ap;
 
-	(void)ctl;
-	(void)argc;
-	(void)argv;
-	cmd_name(c, name, sizeof(name));
-	fprintf(stderr, "sluicectl: '%s' needs the control API, which this "
-	    "build does not have yet\n", name);
-	return EXIT_FAIL;
+	cmd_prefix(c, stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
 }
 
-/* Offline commands of SPEC that this build does not carry yet. */
-static int
-cmd_not_yet(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
+void
+cmd_usage(const struct cmd *c, FILE *f)
 {
-	char name[64];
-
-	(void)ctl;
-	(void)argc;
-	(void)argv;
-	cmd_name(c, name, sizeof(name));
-	fprintf(stderr, "sluicectl: '%s' is not implemented in this build "
-	    "yet\n", name);
-	return EXIT_FAIL;
+	fprintf(f, "usage: sluicectl %s%s%s%s%s\n", c->group ? c->group : "",
+	    c->group ? " " : "", c->verb, *c->usage ? " " : "", c->usage);
 }
 
-static json_t *
-check_json(const char *file, const struct policy *p,
-    const struct errlist *el, int r)
+int
+cmd_usage_err(const struct cmd *c, const char *fmt, ...)
 {
-	json_t *o, *errs;
-	size_t i;
+	va_list ap;
 
-	if ((o = json_object()) == NULL)
-		return NULL;
-	json_object_set_new(o, "file", json_string(file));
-	json_object_set_new(o, "ok", json_boolean(r == 0));
-	if (r == 0) {
-		json_object_set_new(o, "name", json_string(p->name));
-		json_object_set_new(o, "allow", json_integer((json_int_t)p->nallow));
-		json_object_set_new(o, "deny", json_integer((json_int_t)p->ndeny));
-		json_object_set_new(o, "intercept",
-		    json_integer((json_int_t)p->nintercepts));
-		return o;
+	if (fmt != NULL) {
+		cmd_prefix(c, stderr);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
 	}
-	errs = json_array();
-	for (i = 0; errs != NULL && i < el->n; i++)
-		json_array_append_new(errs, json_string(el->msgs[i]));
-	if (errs != NULL && el->n == 0)
-		json_array_append_new(errs, json_string(err_str(r)));
-	json_object_set_new(o, "errors", errs);
-	return o;
+	cmd_usage(c, stderr);
+	return EXIT_USAGE;
 }
 
-/* Loads each file with the daemon's own parser; prints every problem. */
+/* What getopt_long refused (ch '?' or ':'), as a phrase in buf. */
+static const char *
+badopt_msg(int ch, char **argv, char *buf, size_t len)
+{
+	const char *opt = argv[optind - 1];
+	const char *eq = strchr(opt, '=');
+
+	if (ch == ':')
+		snprintf(buf, len, "option '%s' needs a value", opt);
+	else if (strncmp(opt, "--", 2) == 0 && eq != NULL)
+		snprintf(buf, len, "option '%.*s' takes no value",
+		    (int)(eq - opt), opt);
+	else if (strncmp(opt, "--", 2) == 0 || optopt == 0)
+		snprintf(buf, len, "unknown option '%s'", opt);
+	else
+		snprintf(buf, len, "unknown option '-%c'", optopt);
+	return buf;
+}
+
+int
+cmd_badopt(const struct cmd *c, int ch, char **argv)
+{
+	char msg[256];
+
+	return cmd_usage_err(c, "%s", badopt_msg(ch, argv, msg, sizeof(msg)));
+}
+
+/* Names the usage's operand number n (from 0) as missing. */
 static int
-cmd_policy_check(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
+missing(const struct cmd *c, int n)
+{
+	const char *p = c->usage;
+	size_t len;
+
+	for (;;) {
+		p += strspn(p, " ");
+		len = strcspn(p, " ");
+		if (len == 0 || n-- == 0)
+			break;
+		p += len;
+	}
+	if (len > 3 && strncmp(p + len - 3, "...", 3) == 0)
+		len -= 3;
+	return cmd_usage_err(c, "missing %.*s", (int)len, p);
+}
+
+int
+cmd_args(struct ctl *ctl, const struct cmd *c, int argc, char **argv,
+    int min, int max, int *first)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct errlist el = ERRLIST_INIT;
-	struct policy *p = NULL;
-	json_t *arr = NULL, *o;
-	int ch, i, r, rc = EXIT_OK;
-	size_t k;
+	int ch, n;
 
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	optind = 0;	/* a full restart, permuting again */
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
 			ctl->json = 1;
 			break;
 		case 'h':
-			printf("usage: sluicectl policy check %s\n", c->usage);
+			cmd_usage(c, stdout);
 			return EXIT_OK;
 		default:
-			return EXIT_USAGE;
+			return cmd_badopt(c, ch, argv);
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "usage: sluicectl policy check %s\n", c->usage);
-		return EXIT_USAGE;
-	}
-	if (ctl->json && (arr = json_array()) == NULL) {
-		fprintf(stderr, "sluicectl: out of memory\n");
-		return EXIT_FAIL;
-	}
-	for (i = optind; i < argc; i++) {
-		r = policy_load(argv[i], &p, &el);
-		if (r != 0)
-			rc = EXIT_FAIL;
-		if (arr != NULL) {
-			if ((o = check_json(argv[i], p, &el, r)) != NULL)
-				json_array_append_new(arr, o);
-		} else if (r == 0) {
-			printf("%s: ok (name %s, %zu allow, %zu deny, %zu "
-			    "intercept rules)\n", argv[i], p->name, p->nallow,
-			    p->ndeny, p->nintercepts);
-		} else {
-			for (k = 0; k < el.n; k++)
-				fprintf(stderr, "%s\n", el.msgs[k]);
-			if (el.n == 0)
-				fprintf(stderr, "%s: %s\n", argv[i], err_str(r));
-		}
-		policy_free(p);
-		p = NULL;
-		errlist_free(&el);
-	}
-	if (arr != NULL) {
-		if (json_dumpf(arr, stdout, JSON_INDENT(2)) != 0)
-			rc = EXIT_FAIL;
-		putchar('\n');
-		json_decref(arr);
-	}
-	if (fflush(stdout) != 0) {
-		perror("sluicectl: stdout");
-		rc = EXIT_FAIL;
-	}
-	return rc;
+	n = argc - optind;
+	if (n < min)
+		return missing(c, n);
+	if (n > max)
+		return cmd_usage_err(c, "unexpected argument '%s'",
+		    argv[optind + max]);
+	*first = optind;
+	return CMD_GO;
+}
+
+/* Offline commands of SPEC that this build does not carry yet. */
+static int
+cmd_not_yet(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
+{
+	(void)ctl;
+	(void)argc;
+	(void)argv;
+	cmd_err(c, "not implemented in this build yet");
+	return EXIT_FAIL;
 }
 
 static int
@@ -250,10 +232,12 @@ main(int argc, char **argv)
 	};
 	struct ctl ctl = { NULL, 0 };
 	const struct cmd *c;
-	int ch, used = 0;
+	char msg[256];
+	int ch, rc, used = 0;
 
 	/* '+': options after the command belong to the command. */
-	while ((ch = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+:hV", opts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			ctl.socket = optarg;
@@ -268,7 +252,8 @@ main(int argc, char **argv)
 			printf("sluicectl %s\n", PACKAGE_VERSION);
 			return EXIT_OK;
 		default:
-			usage(stderr);
+			fprintf(stderr, "sluicectl: %s (see sluicectl --help)\n",
+			    badopt_msg(ch, argv, msg, sizeof(msg)));
 			return EXIT_USAGE;
 		}
 	}
@@ -299,5 +284,10 @@ main(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	/* The command sees its own name as argv[0], as getopt expects. */
-	return c->run(&ctl, c, argc - used + 1, argv + used - 1);
+	rc = c->run(&ctl, c, argc - used + 1, argv + used - 1);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "sluicectl: stdout: %s\n", strerror(errno));
+		rc = EXIT_FAIL;
+	}
+	return rc;
 }

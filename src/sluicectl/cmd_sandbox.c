@@ -1,0 +1,344 @@
+/* cmd_sandbox.c: sluicectl sandbox add | ls | show | ca | set-policy | rm. */
+#include "autoconf.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "err.h"
+#include "sluicectl/api.h"
+#include "sluicectl/sluicectl.h"
+#include "sluicectl/out.h"
+
+#define TARGET_MAX	512
+
+/* The target for a sandbox, or a usage error when the ID cannot be one. */
+static int
+sandbox_target(const struct cmd *c, char *buf, const char *id,
+    const char *suffix)
+{
+	if (*id == '\0')
+		return cmd_usage_err(c, "the sandbox ID is empty");
+	if (api_target(buf, TARGET_MAX, "/v1/sandboxes/", id, suffix) != 0)
+		return cmd_usage_err(c, "the sandbox ID is too long");
+	return CMD_GO;
+}
+
+/* A sandbox as "key: value" lines. */
+static int
+print_sandbox(const struct cmd *c, const json_t *sb)
+{
+	const json_t *ca = json_object_get(sb, "ca");
+	struct table t;
+	int rc = EXIT_OK;
+
+	table_init(&t, 2);
+	table_add(&t, "id:");
+	table_addj(&t, json_object_get(sb, "id"), ", ");
+	table_add(&t, "team:");
+	table_addj(&t, json_object_get(sb, "team"), ", ");
+	table_add(&t, "project:");
+	table_addj(&t, json_object_get(sb, "project"), ", ");
+	table_add(&t, "sources:");
+	table_addj(&t, json_object_get(sb, "sources"), ", ");
+	table_add(&t, "policy:");
+	table_addj(&t, json_object_get(sb, "policy"), ", ");
+	table_add(&t, "policy revision:");
+	table_addj(&t, json_object_get(sb, "policy_revision"), ", ");
+	table_add(&t, "policy inline:");
+	table_add(&t, json_is_true(json_object_get(sb, "policy_inline")) ?
+	    "yes" : "no");
+	table_add(&t, "origin:");
+	table_addj(&t, json_object_get(sb, "origin"), ", ");
+	table_add(&t, "created:");
+	table_addj(&t, json_object_get(sb, "created"), ", ");
+	table_add(&t, "connections:");
+	table_addj(&t, json_object_get(sb, "connections"), ", ");
+	table_add(&t, "ca fingerprint:");
+	table_addj(&t, json_object_get(ca, "fingerprint_sha256"), ", ");
+	table_add(&t, "ca not before:");
+	table_addj(&t, json_object_get(ca, "not_before"), ", ");
+	table_add(&t, "ca not after:");
+	table_addj(&t, json_object_get(ca, "not_after"), ", ");
+	table_add(&t, "ca name constraints:");
+	table_addj(&t, json_object_get(ca, "name_constraints"), ", ");
+	if (table_print(&t, stdout) != 0) {
+		cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
+		rc = EXIT_FAIL;
+	}
+	table_free(&t);
+	return rc;
+}
+
+/* Prints a sandbox the daemon answered with, as asked. */
+static int
+show_answer(const struct ctl *ctl, const struct cmd *c, const json_t *sb)
+{
+	if (ctl->json)
+		return print_json(sb) == 0 ? EXIT_OK : EXIT_FAIL;
+	return print_sandbox(c, sb);
+}
+
+/* Appends each address of a comma-separated --source value. */
+static int
+add_sources(const struct cmd *c, json_t *arr, const char *arg)
+{
+	const char *p = arg;
+	size_t n;
+
+	for (;;) {
+		n = strcspn(p, ",");
+		if (n == 0)
+			return cmd_usage_err(c, "empty address in --source "
+			    "'%s'", arg);
+		if (json_array_append_new(arr, json_stringn(p, n)) != 0) {
+			cmd_err(c, "--source '%s': %s", arg,
+			    "not a valid address (or out of memory)");
+			return EXIT_FAIL;
+		}
+		if (p[n] == '\0')
+			return CMD_GO;
+		p += n + 1;
+	}
+}
+
+int
+cmd_sandbox_add(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "source", required_argument, NULL, 's' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "team", required_argument, NULL, 't' },
+		{ "project", required_argument, NULL, 'P' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *policy = NULL, *team = NULL, *project = NULL;
+	json_t *sources = NULL, *body = NULL, *pol = NULL, *sb = NULL;
+	int ch, rc = EXIT_FAIL;
+
+	if ((sources = json_array()) == NULL) {
+		cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
+		goto out;
+	}
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 's':
+			if ((rc = add_sources(c, sources, optarg)) != CMD_GO)
+				goto out;
+			break;
+		case 'p':
+			policy = optarg;
+			break;
+		case 't':
+			team = optarg;
+			break;
+		case 'P':
+			project = optarg;
+			break;
+		case 'j':
+			ctl->json = 1;
+			break;
+		case 'h':
+			cmd_usage(c, stdout);
+			rc = EXIT_OK;
+			goto out;
+		default:
+			rc = cmd_badopt(c, ch, argv);
+			goto out;
+		}
+	}
+	if (optind >= argc)
+		rc = cmd_usage_err(c, "missing ID");
+	else if (optind + 1 < argc)
+		rc = cmd_usage_err(c, "unexpected argument '%s' (give each "
+		    "address its own --source)", argv[optind + 1]);
+	else if (*argv[optind] == '\0')
+		rc = cmd_usage_err(c, "the sandbox ID is empty");
+	else if (json_array_size(sources) == 0)
+		rc = cmd_usage_err(c, "--source is required");
+	else if (policy == NULL || *policy == '\0')
+		rc = cmd_usage_err(c, "--policy is required");
+	else
+		rc = CMD_GO;
+	if (rc != CMD_GO)
+		goto out;
+	if ((rc = policy_arg(c, policy, &pol)) != EXIT_OK)
+		goto out;
+	rc = EXIT_FAIL;
+	if ((body = json_pack("{s:s, s:O, s:O}", "id", argv[optind],
+	    "sources", sources, "policy", pol)) == NULL ||
+	    (team != NULL && json_object_set_new(body, "team",
+	    json_string(team)) != 0) ||
+	    (project != NULL && json_object_set_new(body, "project",
+	    json_string(project)) != 0)) {
+		cmd_err(c, "the ID, --team or --project is not valid UTF-8 "
+		    "(or out of memory)");
+		goto out;
+	}
+	if ((rc = api_json(ctl, c, "POST", "/v1/sandboxes", body, &sb)) !=
+	    EXIT_OK)
+		goto out;
+	rc = show_answer(ctl, c, sb);
+ out:
+	json_decref(sb);
+	json_decref(body);
+	json_decref(pol);
+	json_decref(sources);
+	return rc;
+}
+
+int
+cmd_sandbox_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
+{
+	const json_t *list, *sb;
+	json_t *ans = NULL;
+	struct table t;
+	size_t i;
+	int rc, first;
+
+	if ((rc = cmd_args(ctl, c, argc, argv, 0, 0, &first)) != CMD_GO)
+		return rc;
+	if ((rc = api_json(ctl, c, "GET", "/v1/sandboxes", NULL, &ans)) !=
+	    EXIT_OK)
+		return rc;
+	if (json_answered(ctl, ans, &rc))
+		return rc;
+	table_init(&t, 7);
+	t.right = 1u << 4 | 1u << 6;
+	table_add(&t, "ID");
+	table_add(&t, "TEAM");
+	table_add(&t, "PROJECT");
+	table_add(&t, "POLICY");
+	table_add(&t, "REV");
+	table_add(&t, "SOURCES");
+	table_add(&t, "CONNS");
+	list = json_object_get(ans, "sandboxes");
+	json_array_foreach(list, i, sb) {
+		table_addj(&t, json_object_get(sb, "id"), ",");
+		table_addj(&t, json_object_get(sb, "team"), ",");
+		table_addj(&t, json_object_get(sb, "project"), ",");
+		table_addj(&t, json_object_get(sb, "policy"), ",");
+		table_addj(&t, json_object_get(sb, "policy_revision"), ",");
+		table_addj(&t, json_object_get(sb, "sources"), ",");
+		table_addj(&t, json_object_get(sb, "connections"), ",");
+	}
+	rc = EXIT_OK;
+	if (table_print(&t, stdout) != 0) {
+		cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
+		rc = EXIT_FAIL;
+	}
+	table_free(&t);
+	json_decref(ans);
+	return rc;
+}
+
+int
+cmd_sandbox_show(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
+{
+	char target[TARGET_MAX];
+	json_t *sb = NULL;
+	int rc, first;
+
+	if ((rc = cmd_args(ctl, c, argc, argv, 1, 1, &first)) != CMD_GO ||
+	    (rc = sandbox_target(c, target, argv[first], "")) != CMD_GO)
+		return rc;
+	if ((rc = api_json(ctl, c, "GET", target, NULL, &sb)) != EXIT_OK)
+		return rc;
+	rc = show_answer(ctl, c, sb);
+	json_decref(sb);
+	return rc;
+}
+
+int
+cmd_sandbox_ca(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
+{
+	char target[TARGET_MAX];
+	struct http_req req = { "GET", target, NULL, NULL, 0 };
+	struct http_resp *resp = NULL;
+	json_t *o = NULL;
+	int rc, first;
+
+	if ((rc = cmd_args(ctl, c, argc, argv, 1, 1, &first)) != CMD_GO ||
+	    (rc = sandbox_target(c, target, argv[first], "/ca.pem")) != CMD_GO)
+		return rc;
+	if ((rc = api_call(ctl, c, &req, &resp)) != EXIT_OK)
+		return rc;
+	if (!ctl->json) {
+		fwrite(resp->body, 1, resp->body_len, stdout);
+		if (resp->body_len > 0 &&
+		    resp->body[resp->body_len - 1] != '\n')
+			putchar('\n');
+		rc = EXIT_OK;
+	} else if ((o = json_pack("{s:s, s:s%}", "id", argv[first], "ca_pem",
+	    resp->body, resp->body_len)) == NULL) {
+		cmd_err(c, "the daemon's certificate is not text");
+		rc = EXIT_FAIL;
+	} else
+		rc = print_json(o) == 0 ? EXIT_OK : EXIT_FAIL;
+	json_decref(o);
+	http_resp_free(resp);
+	return rc;
+}
+
+int
+cmd_sandbox_set_policy(struct ctl *ctl, const struct cmd *c, int argc,
+    char **argv)
+{
+	char target[TARGET_MAX];
+	json_t *pol = NULL, *body = NULL, *sb = NULL;
+	int rc, first;
+
+	if ((rc = cmd_args(ctl, c, argc, argv, 2, 2, &first)) != CMD_GO ||
+	    (rc = sandbox_target(c, target, argv[first], "/policy")) != CMD_GO)
+		return rc;
+	if (*argv[first + 1] == '\0')
+		return cmd_usage_err(c, "the policy is empty");
+	if ((rc = policy_arg(c, argv[first + 1], &pol)) != EXIT_OK)
+		return rc;
+	rc = EXIT_FAIL;
+	if ((body = json_pack("{s:O}", "policy", pol)) == NULL) {
+		cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
+		goto out;
+	}
+	if ((rc = api_json(ctl, c, "PUT", target, body, &sb)) != EXIT_OK)
+		goto out;
+	rc = show_answer(ctl, c, sb);
+ out:
+	json_decref(sb);
+	json_decref(body);
+	json_decref(pol);
+	return rc;
+}
+
+int
+cmd_sandbox_rm(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
+{
+	char target[TARGET_MAX];
+	json_t *ans = NULL;
+	const char *id;
+	int rc, first;
+
+	if ((rc = cmd_args(ctl, c, argc, argv, 1, 1, &first)) != CMD_GO ||
+	    (rc = sandbox_target(c, target, argv[first], "")) != CMD_GO)
+		return rc;
+	if ((rc = api_json(ctl, c, "DELETE", target, NULL, &ans)) !=
+	    EXIT_OK)
+		return rc;
+	if (ctl->json)
+		rc = print_json(ans) == 0 ? EXIT_OK : EXIT_FAIL;
+	else {
+		id = json_string_value(json_object_get(ans, "deleted"));
+		fputs("deleted sandbox ", stdout);
+		fput_safe(id != NULL ? id : argv[first], stdout);
+		fputc('\n', stdout);
+	}
+	json_decref(ans);
+	return rc;
+}
