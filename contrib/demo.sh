@@ -9,12 +9,15 @@
 # namespaces (tests/integ/lib.sh: 198.18.0.0/15 and fd00:5c::/64 only, no
 # route anywhere else), loads contrib/sluice.nft into the gateway, makes a
 # test PKI (certs/mkpki.sh), starts the test servers and dnsmasq, and runs
-# sluiced with contrib/demo/sluiced.yaml and contrib/demo/policy.d.  Then,
-# from inside the sandbox, which has no proxy settings at all:
+# sluiced with contrib/demo/sluiced.yaml and contrib/demo/policy.d, and
+# registers the sandbox through the control socket (sluicectl, found next
+# to SLUICED).  Then, from inside the sandbox, which has no proxy settings:
 #   1. an allowed HTTPS request: the upstream's answer, and its own
 #      certificate (issued by the test root: sluice passed TLS through)
 #   2. a denied HTTPS request: a TLS access_denied alert
 #   3. a denied plain-HTTP request: 403 with a JSON body
+#   4. the sandbox's policy narrowed live to deny-all: the request of step
+#      1 is refused now, with nothing restarted; then the sandbox is deleted
 # and the audit lines sluiced wrote.  Everything is torn down at the end.
 # Exit 0 only if everything behaved as expected.
 
@@ -25,9 +28,12 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 SLUICED=${1:-${SLUICED:-./sluiced}}
 case "$SLUICED" in /*) ;; *) SLUICED=$(pwd)/$SLUICED ;; esac
 
+SLUICECTL=${SLUICECTL:-$(dirname "$SLUICED")/sluicectl}
+
 die() { echo "demo: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "must run as root (it creates network namespaces)"
 [ -x "$SLUICED" ] || die "$SLUICED: not an executable; build sluiced first (README.md)"
+[ -x "$SLUICECTL" ] || die "$SLUICECTL: not an executable; build sluicectl first (README.md)"
 
 WORLD_SRCDIR=$top
 . "$top/tests/integ/lib.sh" || die "cannot read tests/integ/lib.sh"
@@ -85,8 +91,18 @@ SL_PID=$SPAWNED
 if ! world_wait_listen "$NS_GW" 15001 50; then
 	ok=0; cat "$RUN/sluiced.log" >&2; die "sluiced did not start"
 fi
-echo "  $SLUICED -c sluiced.yaml   (policy 'agent': allow allowed.test, deny denied.test)"
-echo "  policy:"; sed -n '/^name:/,$p' "$top/contrib/demo/policy.d/agent.yaml" | sed 's/^/    /'
+echo "  $SLUICED -c sluiced.yaml"
+echo "  policy 'agent':"; sed -n '/^name:/,$p' "$top/contrib/demo/policy.d/agent.yaml" | sed 's/^/    /'
+
+ctl() { "$SLUICECTL" --socket "$RUN/control.sock" "$@"; }
+say "Registering the sandbox (as an orchestrator would)"
+echo "  \$ sluicectl sandbox add demo --source 198.18.0.2 --source fd00:5c::1:2 --policy agent --team demo"
+ctl sandbox add demo --source 198.18.0.2 --source fd00:5c::1:2 --policy agent \
+    --team demo >"$RUN/add.out" 2>&1 || bad "sluicectl sandbox add failed: $(cat "$RUN/add.out")"
+echo "  \$ sluicectl sandbox ls"
+ctl sandbox ls 2>&1 | sed 's/^/  /'
+ctl sandbox ca demo >"$RUN/demo-ca.pem" 2>&1 &&
+    echo "  its own CA (for interception; installed in the sandbox's trust store): $(openssl x509 -noout -subject -in "$RUN/demo-ca.pem" 2>&1)"
 
 # The sandbox's own DNS goes to sluiced's DNS listener; this demo pins the
 # names with --resolve so the requests do not depend on it.
@@ -121,6 +137,21 @@ sed 's/^/  /' "$RUN/3.out"
 grep -q 'HTTP 403' "$RUN/3.out" || bad "expected 403"
 grep -q '"denied"' "$RUN/3.out" || bad "expected a JSON body naming the denial"
 
+say "4. The workflow moves on: nothing may leave the sandbox now"
+echo "  \$ sluicectl sandbox set-policy demo default     (the shipped deny-all)"
+ctl sandbox set-policy demo default >"$RUN/set.out" 2>&1 ||
+    bad "sluicectl sandbox set-policy failed: $(cat "$RUN/set.out")"
+sed -n 's/^\(policy.*\)/  \1/p' "$RUN/set.out"
+echo "  sandbox\$ curl https://allowed.test/   (the request of step 1, again)"
+sandbox $CURL --resolve allowed.test:443:198.18.1.10 https://allowed.test/ \
+    >"$RUN/4.body" 2>"$RUN/4.err"
+rc=$?
+echo "  exit $rc: $(cat "$RUN/4.err")"
+[ $rc = 35 ] || bad "expected curl exit 35 (TLS alert) under deny-all"
+echo "  \$ sluicectl sandbox rm demo"
+ctl sandbox rm demo 2>&1 | sed 's/^/  /'
+ctl sandbox ca demo >/dev/null 2>&1 && bad "the deleted sandbox's CA is still served"
+
 say "The test internet saw"
 for s in allowed-tls denied-tls denied-http; do
 	n=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["accepted"])' "$RUN/state/$s.json" 2>/dev/null)
@@ -146,11 +177,17 @@ sed 's/^/  /' "$RUN/audit.jsonl"
 "$PY" - "$RUN/audit.jsonl" <<'EOF' || ok=0
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-want = [("pass", "allowed.test"), ("deny", "denied.test"), ("deny", "denied.test")]
-got = sorted((r.get("action"), r.get("sni") or r.get("host")) for r in recs
-             if r.get("type") == "conn")
+want = [("pass", "allowed.test", "agent"), ("deny", "denied.test", "agent"),
+        ("deny", "denied.test", "agent"), ("deny", "allowed.test", "default")]
+got = sorted((r.get("action"), r.get("sni") or r.get("host"), r.get("policy"))
+             for r in recs if r.get("type") == "conn")
 if got != sorted(want):
     print("  !! audit records %s, expected %s" % (got, sorted(want)))
+    sys.exit(1)
+life = [r["type"] for r in recs if r.get("type") in
+        ("sandbox_add", "policy_change", "sandbox_delete")]
+if life != ["sandbox_add", "policy_change", "sandbox_delete"]:
+    print("  !! lifecycle records %s" % life)
     sys.exit(1)
 EOF
 

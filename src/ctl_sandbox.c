@@ -130,12 +130,29 @@ ca_json(struct sb_counter *c, int with_pem)
 	return j;
 }
 
+/* Its sources in canonical form, with lengths. */
+static json_t *
+sources_json(const struct sandbox *sb)
+{
+	char a[ADDR_STRLEN], buf[ADDR_STRLEN + 8];
+	json_t *srcs;
+	size_t i;
+
+	if ((srcs = json_array()) == NULL)
+		return NULL;
+	for (i = 0; i < sb->nsources; i++) {
+		snprintf(buf, sizeof(buf), "%s/%u",
+		    addr_format(&sb->sources[i], a, sizeof(a)), sb->plens[i]);
+		json_array_append_new(srcs, json_string(buf));
+	}
+	return srcs;
+}
+
 static json_t *
 sandbox_json(const struct sandbox *sb, int with_pem)
 {
-	char a[ADDR_STRLEN], buf[ADDR_STRLEN + 8], ts[32];
+	char ts[32];
 	json_t *j, *srcs, *ca;
-	size_t i;
 
 	fmt_time(sb->created, ts, sizeof(ts));
 	j = json_pack("{s:s, s:s?, s:s?, s:s, s:I, s:b, s:s, s:s, s:I}",
@@ -145,14 +162,9 @@ sandbox_json(const struct sandbox *sb, int with_pem)
 	    "policy_inline", sb->inline_policy != NULL,
 	    "origin", sb->from_config ? "config" : "api", "created", ts,
 	    "connections", (json_int_t)atomic_load(&sb->counter->conns));
-	if (j == NULL || (srcs = json_array()) == NULL) {
+	if (j == NULL || (srcs = sources_json(sb)) == NULL) {
 		json_decref(j);
 		return NULL;
-	}
-	for (i = 0; i < sb->nsources; i++) {
-		snprintf(buf, sizeof(buf), "%s/%u",
-		    addr_format(&sb->sources[i], a, sizeof(a)), sb->plens[i]);
-		json_array_append_new(srcs, json_string(buf));
 	}
 	json_object_set_new(j, "sources", srcs);
 	if ((ca = ca_json(sb->counter, with_pem)) != NULL) {
@@ -428,9 +440,9 @@ add_sandbox(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 	gen = daemon_publish(d, st);
 	st = NULL;
 	sb = state_sandbox(d->state, in.id);
-	ctl_audit(d, "sandbox_add", q->uid, json_pack("{s:s, s:s?, s:s?, s:O?,"
+	ctl_audit(d, "sandbox_add", q->uid, json_pack("{s:s, s:s?, s:s?, s:o?,"
 	    " s:s, s:I, s:I, s:o?}", "sandbox", sb->id, "team", sb->team,
-	    "project", sb->project, "sources", json_object_get(o, "sources"),
+	    "project", sb->project, "sources", sources_json(sb),
 	    "policy", sb->policy->name,
 	    "revision", (json_int_t)sb->policy->revision,
 	    "generation", (json_int_t)gen,
