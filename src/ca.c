@@ -1,6 +1,8 @@
 /* ca.c: a sandbox's own certificate authority, and the leaves it signs. */
 #include "autoconf.h"
 
+#include <sys/mman.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,6 +269,15 @@ ca_new(const char *sandbox_id, const char *const *names, size_t nnames,
 		goto out;
 	if ((ca->key_der = sodium_malloc((size_t)len)) == NULL) {
 		r = SL_ERR_NOMEM;
+		goto out;
+	}
+	/*
+	 * sodium_malloc tries to lock and goes on silently when it cannot
+	 * (RLIMIT_MEMLOCK); the key must never be written to swappable
+	 * memory, so check before writing it.
+	 */
+	if (mlock(ca->key_der, (size_t)len) != 0) {
+		r = SL_ERR_IO;
 		goto out;
 	}
 	ca->key_len = (size_t)len;

@@ -20,7 +20,9 @@
  * lower-case DNS names, optionally "*."-prefixed; else SL_ERR_INVALID.  The
  * private key is kept DER-encoded in sodium_malloc'd, locked memory,
  * read-protected (sodium_mprotect_noaccess) except while signing, and
- * wiped by ca_free.  Not thread-safe: one owner at a time.
+ * wiped by ca_free; when that memory cannot be locked (RLIMIT_MEMLOCK),
+ * ca_new fails with SL_ERR_IO and errno set.  Not thread-safe: one owner
+ * at a time.
  */
 struct ca;
 

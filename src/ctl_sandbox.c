@@ -6,6 +6,7 @@
 #include "autoconf.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,7 +382,7 @@ add_sandbox(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 	struct state *st = NULL;
 	struct ca *ca = NULL;
 	json_t *o, *v;
-	int bad = 0;
+	int bad = 0, rc;
 	uint64_t gen;
 
 	memset(&in, 0, sizeof(in));
@@ -420,8 +421,18 @@ add_sandbox(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 	}
 	pol = in.inline_policy ? in.inline_policy :
 	    state_policy(d->state, in.policy_name);
-	if (mint_ca(d, in.id, pol, &ca) != 0 || (cnt = sb_counter_new()) == NULL) {
-		ctl_reply_error(r, 500, NULL, "cannot mint the sandbox's CA");
+	if ((rc = mint_ca(d, in.id, pol, &ca)) != 0) {
+		if (rc == SL_ERR_IO)
+			ctl_reply_error(r, 500, NULL, "cannot lock memory for the "
+			    "sandbox's CA key (%s): raise RLIMIT_MEMLOCK "
+			    "(LimitMEMLOCK= in a systemd unit)", strerror(errno));
+		else
+			ctl_reply_error(r, 500, NULL, "cannot mint the sandbox's "
+			    "CA: %s", err_str(rc));
+		goto out;
+	}
+	if ((cnt = sb_counter_new()) == NULL) {
+		ctl_reply_error(r, 500, NULL, "out of memory");
 		goto out;
 	}
 	cnt->ca = ca;
