@@ -54,6 +54,7 @@ struct ctl_conn {
 	int		 keep_alive;
 	int		 waiting;	/* resp waits for its generation */
 	int		 closing;	/* the last answer is being flushed */
+	int		 refused;	/* the peer may not use the API */
 	struct ctl_resp	 resp;
 };
 
@@ -72,6 +73,7 @@ struct ctl {
 
 static void conn_read_cb(struct bufferevent *, void *);
 static void conn_event_cb(struct bufferevent *, short, void *);
+static void conn_refuse(struct ctl_conn *, int, const char *);
 
 /* ---- answers -------------------------------------------------------- */
 
@@ -318,6 +320,11 @@ conn_handle(struct ctl_conn *cc)
 	struct ctl_req q;
 	char *qm;
 
+	if (cc->refused) {
+		conn_refuse(cc, 403, "not allowed: the peer must be root or a "
+		    "member of control_group");
+		return;
+	}
 	memset(&q, 0, sizeof(q));
 	cc->url[cc->urllen] = '\0';
 	if ((qm = strchr(cc->url, '?')) != NULL)
@@ -381,6 +388,8 @@ on_body(llhttp_t *p, const char *at, size_t len)
 	size_t want;
 	char *n;
 
+	if (cc->refused)
+		return 0;	/* answered 403 whatever it says */
 	if (len > CTL_BODY_MAX - cc->bodylen) {
 		cc->too_big = 1;
 		return HPE_USER;
@@ -543,9 +552,11 @@ accept_any(struct ctl *ctl, int fd, int metrics_only)
 	if (!allowed) {
 		log_warnx("ctl", "refused a control connection from uid %d: "
 		    "not root, not us, not in control_group", (int)uid);
-		conn_refuse(cc, 403, "not allowed: the peer must be root or a "
-		    "member of control_group");
-		return;
+		/*
+		 * Answered after its request is read: closing with the request
+		 * unread would reset the connection before the answer is seen.
+		 */
+		cc->refused = 1;
 	}
 	bufferevent_enable(cc->bev, EV_READ);
 }

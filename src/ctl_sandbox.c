@@ -156,7 +156,7 @@ sandbox_json(const struct sandbox *sb, int with_pem)
 	json_t *j, *srcs, *ca;
 
 	fmt_time(sb->created, ts, sizeof(ts));
-	j = json_pack("{s:s, s:s?, s:s?, s:s, s:I, s:b, s:s, s:s, s:I}",
+	j = json_pack("{s:s, s:s*, s:s*, s:s, s:I, s:b, s:s, s:s, s:I}",
 	    "id", sb->id, "team", sb->team, "project", sb->project,
 	    "policy", sb->policy->name,
 	    "policy_revision", (json_int_t)sb->policy->revision,
@@ -332,41 +332,6 @@ opt_text(const json_t *o, const char *key, int *bad)
 	return json_string_value(v);
 }
 
-/* ---- the CA --------------------------------------------------------- */
-
-/* A CA for the sandbox; with name constraints, its policy's intercepted hosts. */
-static int
-mint_ca(struct daemon *d, const char *id, const struct policy *p,
-    struct ca **out)
-{
-	const char **names = NULL;
-	static const char *const nothing[] = { "invalid" };
-	size_t i, n = 0;
-	int r;
-
-	if (d->cfg->ca_name_constraints) {
-		if (p->nintercepts > 0 &&
-		    (names = calloc(p->nintercepts, sizeof(*names))) == NULL)
-			return SL_ERR_NOMEM;
-		for (i = 0; i < p->nintercepts; i++) {
-			size_t k;
-
-			for (k = 0; k < n && strcmp(names[k],
-			    p->intercepts[i].host) != 0; k++)
-				;
-			if (k == n)
-				names[n++] = p->intercepts[i].host;
-		}
-	}
-	/* Constrained to nothing: a name no certificate may carry. */
-	if (d->cfg->ca_name_constraints && n == 0)
-		r = ca_new(id, nothing, 1, d->cfg->ca_validity_days * 86400u, out);
-	else
-		r = ca_new(id, names, n, d->cfg->ca_validity_days * 86400u, out);
-	free(names);
-	return r;
-}
-
 /* ---- the endpoints -------------------------------------------------- */
 
 static void
@@ -421,7 +386,7 @@ add_sandbox(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 	}
 	pol = in.inline_policy ? in.inline_policy :
 	    state_policy(d->state, in.policy_name);
-	if ((rc = mint_ca(d, in.id, pol, &ca)) != 0) {
+	if ((rc = sandbox_mint_ca(d->cfg, in.id, pol, &ca)) != 0) {
 		if (rc == SL_ERR_IO)
 			ctl_reply_error(r, 500, NULL, "cannot lock memory for the "
 			    "sandbox's CA key (%s): raise RLIMIT_MEMLOCK "
@@ -451,7 +416,7 @@ add_sandbox(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 	gen = daemon_publish(d, st);
 	st = NULL;
 	sb = state_sandbox(d->state, in.id);
-	ctl_audit(d, "sandbox_add", q->uid, json_pack("{s:s, s:s?, s:s?, s:o?,"
+	ctl_audit(d, "sandbox_add", q->uid, json_pack("{s:s, s:s*, s:s*, s:o?,"
 	    " s:s, s:I, s:I, s:o?}", "sandbox", sb->id, "team", sb->team,
 	    "project", sb->project, "sources", sources_json(sb),
 	    "policy", sb->policy->name,

@@ -276,7 +276,7 @@ daemon_run(struct config *cfg)
 	struct event *sigs[4] = { NULL };
 	const int signums[4] = { SIGTERM, SIGINT, SIGHUP, 0 };
 	size_t i, started = 0;
-	int status = 1;
+	int status = 1, r;
 
 	memset(&d, 0, sizeof(d));
 	d.cfg = cfg;
@@ -289,6 +289,12 @@ daemon_run(struct config *cfg)
 	if (state_build(cfg, NULL, d.generation, &d.state, &errs) != 0) {
 		for (i = 0; i < errs.n; i++)
 			log_errx("config", "%s", errs.msgs[i]);
+		goto out;
+	}
+	if ((r = state_mint_static_cas(cfg, d.state)) != 0) {
+		log_errx("config", "cannot mint the CAs of the sandboxes in %s: "
+		    "%s%s", cfg->path, err_str(r), r == SL_ERR_IO ?
+		    " (raise RLIMIT_MEMLOCK)" : "");
 		goto out;
 	}
 	if (audit_open(cfg->audit_path, cfg->audit_fsync, &d.audit) != 0) {

@@ -605,6 +605,59 @@ state_policy(const struct state *st, const char *name)
 	return NULL;
 }
 
+/* With name constraints, the CA may certify only its policy's intercepted hosts. */
+int
+sandbox_mint_ca(const struct config *cfg, const char *id,
+    const struct policy *p, struct ca **out)
+{
+	static const char *const nothing[] = { "invalid" };
+	unsigned validity = cfg->ca_validity_days * 86400u;
+	const char **names = NULL;
+	size_t i, k, n = 0;
+	int r;
+
+	if (!cfg->ca_name_constraints)
+		return ca_new(id, NULL, 0, validity, out);
+	if (p->nintercepts > 0 &&
+	    (names = calloc(p->nintercepts, sizeof(*names))) == NULL)
+		return SL_ERR_NOMEM;
+	for (i = 0; i < p->nintercepts; i++) {
+		for (k = 0; k < n && strcmp(names[k], p->intercepts[i].host) != 0;
+		    k++)
+			;
+		if (k == n)
+			names[n++] = p->intercepts[i].host;
+	}
+	/* Constrained to nothing: a name no certificate may carry. */
+	if (n == 0)
+		r = ca_new(id, nothing, 1, validity, out);
+	else
+		r = ca_new(id, names, n, validity, out);
+	free(names);
+	return r;
+}
+
+int
+state_mint_static_cas(const struct config *cfg, struct state *st)
+{
+	struct sandbox *sb;
+	size_t i;
+	int r;
+
+	for (i = 0; i < st->nsandboxes; i++) {
+		sb = &st->sandboxes[i];
+		pthread_mutex_lock(&sb->counter->ca_mtx);
+		r = 0;
+		if (sb->counter->ca == NULL)
+			r = sandbox_mint_ca(cfg, sb->id, sb->policy,
+			    &sb->counter->ca);
+		pthread_mutex_unlock(&sb->counter->ca_mtx);
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}
+
 int
 state_is_own_addr(const struct state *st, const struct sl_addr *a)
 {

@@ -138,4 +138,15 @@ const struct sandbox *state_sandbox(const struct state *st, const char *id);
 const struct policy *state_policy(const struct state *st, const char *name);
 int	state_is_own_addr(const struct state *st, const struct sl_addr *a);
 
+struct ca;
+/*
+ * Mints a sandbox's CA (ca.h) as the config asks: validity
+ * ca.validity_days, and with ca.name_constraints the intercepted hosts of
+ * policy p (none: the reserved name "invalid", so it certifies nothing).
+ */
+int	sandbox_mint_ca(const struct config *cfg, const char *id,
+	    const struct policy *p, struct ca **out);
+/* Gives every sandbox of st that has no CA one (the config's, at start). */
+int	state_mint_static_cas(const struct config *cfg, struct state *st);
+
 #endif
