@@ -167,4 +167,74 @@ int	policy_name_allowed(const struct policy *p, const char *name);
  */
 int	policy_pattern_match(const char *pattern, const char *name);
 
+/* ==== Intercepted requests (policy_request.c) ============================ */
+
+struct http_header;		/* httphead.h: name, name_len, value, value_len */
+
+/*
+ * One request on an intercepted connection, as the rules see it.  Every
+ * pointer is borrowed for the call; nothing is kept.
+ */
+struct http_request_view {
+	const char	*method;	/* NUL-terminated, as received */
+	const char	*host;		/* normalised name: the SNI host */
+	const char	*path;		/* NUL-terminated, from
+					 * http_path_normalize() */
+	const char	*query;		/* from http_path_normalize(): raw,
+					 * without '?'; NULL: no query */
+	size_t		 query_len;
+	const struct http_header *headers;	/* as struct http_head holds
+						 * them; values trimmed */
+	size_t		 nheaders;
+};
+
+/*
+ * The first intercept rule, in file order, that matches rq, or NULL (the
+ * caller then denies).  A rule matches when every part of its match does:
+ *  - host: policy_pattern_match();
+ *  - methods: any when none are listed, else one equal to rq->method
+ *    ignoring ASCII case (so "get" cannot slip past a GET rule to an
+ *    origin that reads methods case-insensitively);
+ *  - path: any when absent, else policy_path_match();
+ *  - query: each named parameter appears at least once and every
+ *    appearance's value matches its glob (policy_value_match()), so a
+ *    repeated parameter cannot smuggle a second value past the rule.
+ *    The query is split at '&' (not ';'), each pair at its first '=' (a
+ *    pair without one has the empty value, empty pairs are skipped); in
+ *    names and values "+" is a space and %XX is decoded, as in
+ *    application/x-www-form-urlencoded; names compare exactly;
+ *  - headers: each named header appears at least once (names ignore ASCII
+ *    case) and every appearance's value matches its glob, so a second
+ *    header line cannot smuggle a value past the rule.
+ * No allocation; the cost is linear in the rules and the request, but for
+ * globs, which are O(glob * value) at worst.  Safe from any thread on an
+ * immutable policy.  rq->host and rq->path must not be NULL.
+ */
+const struct intercept_rule *policy_match_request(const struct policy *p,
+	    const struct http_request_view *rq);
+
+/*
+ * Whether a normalised path path[0..len) matches a path glob as the policy
+ * parser accepts them.  Both are split into segments at '/'; a trailing
+ * '/' makes an empty last segment, so "/a/b" and "/a/b/" differ.  A
+ * literal segment matches a path segment with the same bytes once escapes
+ * on both sides are decoded ("/a!b" and "/a%21b" match each other, hex
+ * case aside); "*" matches exactly one non-empty segment; "**" matches any
+ * number of segments, none included.  So the glob "/repos/acme/" + "**"
+ * matches "/repos/acme", "/repos/acme/" and everything below them, but
+ * not "/repos/acmex"; the glob "/" + "*" does not match "/".
+ * O(segments of glob * segments of path) unit comparisons at worst; no
+ * allocation.
+ */
+int	policy_path_match(const char *glob, const char *path, size_t len);
+
+/*
+ * Whether the bytes s[0..len) match a value glob: '*' matches any run of
+ * bytes (the empty one too), every other byte itself, case included.
+ * O(strlen(glob) * len) at worst; no allocation.
+ */
+int	policy_value_match(const char *glob, const char *s, size_t len);
+
+/* ==== End of intercepted requests ======================================== */
+
 #endif
