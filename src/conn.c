@@ -27,6 +27,7 @@
 #include "dnsmem.h"
 #include "httphead.h"
 #include "log.h"
+#include "icpt.h"
 #include "metrics.h"
 #include "relay.h"
 #include "state.h"
@@ -38,7 +39,8 @@
 static const char *const state_names[] = {
 	[CS_NEW] = "new", [CS_PROXY_HEAD] = "proxy-head", [CS_SNIFF] = "sniff",
 	[CS_RESOLVE] = "resolve", [CS_CONNECT] = "connect",
-	[CS_RELAY] = "relay", [CS_DENY] = "deny", [CS_CLOSED] = "closed",
+	[CS_RELAY] = "relay", [CS_ICPT] = "intercept", [CS_DENY] = "deny",
+	[CS_CLOSED] = "closed",
 };
 
 static const char *const proto_names[] = {
@@ -310,9 +312,17 @@ conn_decided(struct conn *c)
 	case VERDICT_PASS:
 		break;
 	case VERDICT_INTERCEPT:
-		/* XXX issue 5: until interception exists, fail closed. */
-		conn_deny(c, "interception-unavailable", c->dec.rule);
-		return;
+		if (c->state == CS_RELAY || (c->kind == LISTEN_PROXY &&
+		    !c->tunnel)) {
+			/*
+			 * XXX a later request of a passed-through connection,
+			 * or an explicit-proxy request, to an intercepted host
+			 * cannot switch to interception: refused.
+			 */
+			conn_deny(c, "interception-unavailable", c->dec.rule);
+			return;
+		}
+		break;
 	default:
 		conn_deny(c, c->dec.reason, c->dec.rule);
 		return;
@@ -341,6 +351,8 @@ conn_proceed(struct conn *c)
 	conn_observe_verdict(c);
 	if (c->state == CS_RELAY && c->http != NULL)
 		conn_http_allowed(c);
+	else if (c->dec.verdict == VERDICT_INTERCEPT)
+		icpt_start(c);
 	else
 		conn_connect(c);
 }
@@ -733,6 +745,9 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		}
 		conn_arm_timer(c, cfg->timeouts.idle - (unsigned)idle);
 		return;
+	case CS_ICPT:
+		icpt_timer(c);
+		return;
 	case CS_DENY:
 		if (c->up.fd != -1 && !c->up.eof) {
 			/* Upstream kept quiet too long: refuse now, then close. */
@@ -757,9 +772,12 @@ conn_audit(struct conn *c, const char *reason)
 	struct timespec now;
 	json_t *rec;
 	long ms;
-	int pass = c->dec.verdict == VERDICT_PASS && c->close_reason == NULL;
-	const char *action = pass ? "pass" :
-	    c->dec.verdict == VERDICT_DENY ? "deny" : "none";
+	int icpt = c->dec.verdict == VERDICT_INTERCEPT;
+	int pass = (c->dec.verdict == VERDICT_PASS || icpt) &&
+	    c->close_reason == NULL;
+	const char *action = pass ? (icpt ? "intercept" : "pass") :
+	    c->dec.verdict == VERDICT_DENY || c->close_reason != NULL ? "deny" :
+	    "none";
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	ms = (now.tv_sec - c->started.tv_sec) * 1000 +
@@ -831,6 +849,11 @@ conn_close(struct conn *c, const char *reason)
 		return;
 	if (c->close_reason != NULL && c->state == CS_DENY)
 		reason = c->close_reason;
+	if (c->icpt != NULL) {
+		icpt_bytes(c->icpt, &c->down.bytes, &c->up.bytes);
+		icpt_free(c->icpt);	/* closes the sandbox's socket */
+		c->icpt = NULL;
+	}
 	conn_audit(c, reason);
 	log_debug("conn", "%p closed: %s", (void *)c, reason);
 	conn_set_state(c, CS_CLOSED);
@@ -918,6 +941,18 @@ conn_rejudge(struct conn *c)
 	case CS_CONNECT:
 	case CS_RELAY:
 		break;
+	case CS_ICPT:
+		/* Each request takes the new policy; the host must stay intercepted. */
+		conn_take_state(c);
+		conn_decide_again(c, &d);
+		if (d.verdict != VERDICT_INTERCEPT) {
+			c->close_reason = "policy-changed";
+			conn_close(c, "policy-changed");
+			return;
+		}
+		d.need_binding = c->dec.need_binding;
+		c->dec = d;	/* its rule points into the snapshot we hold now */
+		return;
 	case CS_CLOSED:
 		return;
 	}
@@ -925,7 +960,8 @@ conn_rejudge(struct conn *c)
 	if (c->kind == LISTEN_PROXY && !c->tunnel && c->name[0] == '\0')
 		return;		/* proxy requests are each judged anyway */
 	conn_decide_again(c, &d);
-	if (d.verdict == VERDICT_PASS) {
+	if (d.verdict == VERDICT_PASS || (d.verdict == VERDICT_INTERCEPT &&
+	    c->dec.verdict == VERDICT_INTERCEPT)) {
 		d.need_binding = c->dec.need_binding;
 		c->dec = d;	/* its rule points into c->st, which we now hold */
 		return;

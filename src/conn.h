@@ -17,6 +17,7 @@ struct worker;
 struct state;
 struct sandbox;
 struct http_reqs;
+struct icpt;
 
 enum listener_kind { LISTEN_TRANSPARENT, LISTEN_PROXY };
 
@@ -28,6 +29,7 @@ enum conn_state {
 	CS_RESOLVE,		/* checking that the name owns the address */
 	CS_CONNECT,		/* connecting upstream */
 	CS_RELAY,		/* passing bytes both ways */
+	CS_ICPT,		/* intercepted: TLS ends here, requests judged (icpt.c) */
 	CS_DENY,		/* flushing a refusal, then closing */
 	CS_CLOSED,		/* waiting for the deferred free */
 };
@@ -104,6 +106,8 @@ struct conn {
 	const struct http_head *head;	/* the head being judged (parser-owned) */
 	unsigned	 nrequests;
 	const char	*detail;	/* static: why a request was malformed */
+
+	struct icpt	*icpt;		/* CS_ICPT: the interception */
 
 	const char	*close_reason;
 	char		 policy_name[64];

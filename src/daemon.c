@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <openssl/ssl.h>
 
 #include "audit.h"
 #include "config.h"
@@ -22,6 +23,8 @@
 #include "dnsmem.h"
 #include "log.h"
 #include "state.h"
+#include "tlsterm.h"
+#include "tlsup.h"
 #include "worker.h"
 
 /* What the DNS filter remembers per sandbox, and for how long past the TTL. */
@@ -297,6 +300,12 @@ daemon_run(struct config *cfg)
 		    " (raise RLIMIT_MEMLOCK)" : "");
 		goto out;
 	}
+	/* Interception's TLS contexts; a CA bundle is read when first needed. */
+	if ((d.tls_down = tlsterm_ctx_new()) == NULL ||
+	    tlsup_new(cfg->upstream_ca, &d.tls_up) != 0) {
+		log_openssl("daemon", "cannot set up TLS for interception");
+		goto out;
+	}
 	if (audit_open(cfg->audit_path, cfg->audit_fsync, &d.audit) != 0) {
 		log_errx("audit", "cannot open %s: %s", cfg->audit_path,
 		    strerror(errno));
@@ -354,6 +363,8 @@ daemon_run(struct config *cfg)
 	if (d.drain_timer != NULL)
 		event_free(d.drain_timer);
 	ctl_free(d.ctl);
+	SSL_CTX_free(d.tls_down);
+	tlsup_free(d.tls_up);
 	if (d.applied_ev != NULL)
 		event_free(d.applied_ev);
 	audit_close(d.audit);

@@ -15,6 +15,8 @@ struct event;
 struct dnsmem;
 struct ctl;
 struct errlist;
+struct ssl_ctx_st;
+struct tlsup;
 
 struct daemon {
 	struct config		*cfg;
@@ -33,6 +35,8 @@ struct daemon {
 	struct event		*applied_ev;	/* a worker took a snapshot */
 	uint64_t		 applied;	/* generation every worker runs */
 	time_t			 started;
+	struct ssl_ctx_st	*tls_down;	/* interception, towards sandboxes */
+	struct tlsup		*tls_up;	/* interception, towards upstreams */
 };
 
 /* Runs the daemon until SIGTERM; returns the exit status. */

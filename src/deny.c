@@ -36,6 +36,13 @@ char *
 deny_http(int status, const char *error, const char *rule, const char *reason,
     const char *message, size_t *len)
 {
+	return deny_http_keep(status, error, rule, reason, message, 0, len);
+}
+
+char *
+deny_http_keep(int status, const char *error, const char *rule,
+    const char *reason, const char *message, int keep_alive, size_t *len)
+{
 	json_t *o = NULL;
 	char *body = NULL, *out = NULL;
 	size_t blen, cap;
@@ -53,8 +60,9 @@ deny_http(int status, const char *error, const char *rule, const char *reason,
 	    "Content-Type: application/json\r\n"
 	    "Content-Length: %zu\r\n"
 	    "Cache-Control: no-store\r\n"
-	    "Connection: close\r\n"
-	    "\r\n%s\n", status, status_text(status), blen + 1, body);
+	    "%s"
+	    "\r\n%s\n", status, status_text(status), blen + 1,
+	    keep_alive ? "" : "Connection: close\r\n", body);
 	if (n < 0 || (size_t)n >= cap) {
 		free(out);
 		out = NULL;

@@ -15,5 +15,9 @@ extern const unsigned char deny_tls_alert[DENY_TLS_ALERT_LEN];
  */
 char	*deny_http(int status, const char *error, const char *rule,
 	    const char *reason, const char *message, size_t *len);
+/* The same, without "Connection: close" when keep_alive is set. */
+char	*deny_http_keep(int status, const char *error, const char *rule,
+	    const char *reason, const char *message, int keep_alive,
+	    size_t *len);
 
 #endif

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "policy.h"
 #include "state.h"
+#include "tlsterm.h"
 
 /* Used when policy_dir has no default.yaml: the shipped meaning, deny all. */
 static const char builtin_default[] =
@@ -48,6 +49,7 @@ sb_counter_unref(struct sb_counter *c)
 {
 	if (c != NULL && atomic_fetch_sub(&c->refs, 1) == 1) {
 		ca_free(c->ca);
+		leafcache_free(c->leaves);
 		pthread_mutex_destroy(&c->dns_mtx);
 		pthread_mutex_destroy(&c->ca_mtx);
 		free(c);

@@ -37,6 +37,8 @@ struct sb_counter {
 	/* The per-sandbox CA (ca.h); NULL for unregistered sources and once wiped. */
 	pthread_mutex_t	ca_mtx;
 	struct ca	*ca;
+	/* Interception: leaves and ticket keys (tlsterm.h), made on first use. */
+	struct leafcache *leaves;
 };
 
 struct sandbox {

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "resolve.h"
 #include "state.h"
+#include "upool.h"
 #include "worker.h"
 
 #define RESOLVER_CACHE	4096
@@ -160,7 +161,8 @@ worker_init(struct worker *w, struct daemon *d, unsigned idx)
 	pthread_mutex_init(&w->mtx, NULL);
 	if ((w->base = event_base_new()) == NULL)
 		return SL_ERR_NOMEM;
-	if ((w->wake = event_new(w->base, -1, EV_PERSIST, wake_cb, w)) == NULL)
+	if ((w->wake = event_new(w->base, -1, EV_PERSIST, wake_cb, w)) == NULL ||
+	    (w->upool = upool_new(w->base)) == NULL)
 		return SL_ERR_NOMEM;
 	w->res = resolver_new(w->base, cfg->resolvers, cfg->nresolvers,
 	    cfg->timeouts.connect < 5000 ? cfg->timeouts.connect : 5000,
@@ -239,6 +241,7 @@ worker_free(struct worker *w)
 	/* Once more, so deferred frees and deferred DNS replies run first. */
 	if (w->base != NULL)
 		event_base_loop(w->base, EVLOOP_NONBLOCK);
+	upool_free(w->upool);	/* after the connections that parked there */
 	resolver_free(w->res);
 	if (w->base != NULL)
 		event_base_free(w->base);

@@ -16,6 +16,7 @@ struct evconnlistener;
 struct config;
 struct audit;
 struct dns_worker;
+struct upool;
 
 TAILQ_HEAD(conn_list, conn);
 
@@ -45,6 +46,7 @@ struct worker {
 	int			*dns_tcp;
 	size_t			 ndns_tcp;
 	struct dns_worker	*dns;		/* the DNS filter's state (dns.c) */
+	struct upool		*upool;		/* idle intercepted upstreams */
 	struct conn_list	 conns;
 	size_t			 nconns;
 	int			 draining;

@@ -1,0 +1,27 @@
+/* icpt.h: an intercepted connection, from the sandbox's TLS to the upstream's. */
+#ifndef SLUICE_ICPT_H
+#define SLUICE_ICPT_H
+
+#include <stdint.h>
+
+struct conn;
+struct icpt;
+
+/*
+ * Takes over c, whose verdict is INTERCEPT and whose name owns its
+ * address: terminates the sandbox's TLS with a leaf of the sandbox's CA
+ * (its ClientHello is in c->peek), judges every request by the policy's
+ * intercept rules, and sends the allowed ones over verified TLS to the
+ * upstream.  c's state becomes CS_ICPT; the sandbox's socket belongs to
+ * the interception from here on.  On failure c is refused or closed.
+ */
+void	icpt_start(struct conn *c);
+/* Frees everything of the interception (conn_close only). */
+void	icpt_free(struct icpt *ic);
+/* Bytes read from the sandbox and from the upstream, for the conn record. */
+void	icpt_bytes(const struct icpt *ic, uint64_t *from_sandbox,
+	    uint64_t *from_upstream);
+/* The connection's timer fired: idle or handshake timeout. */
+void	icpt_timer(struct conn *c);
+
+#endif

@@ -1,0 +1,37 @@
+/* upool.h: idle upstream TLS connections of interception, reused per sandbox. */
+#ifndef SLUICE_UPOOL_H
+#define SLUICE_UPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct bufferevent;
+struct event_base;
+struct sb_counter;
+struct upool;
+
+#define UPOOL_MAX	64	/* idle connections a worker keeps */
+#define UPOOL_IDLE_S	30	/* how long one may wait for a new request */
+
+/*
+ * One per worker (not thread-safe).  A connection is parked after its
+ * last answer, with nothing pending either way, and handed out again only
+ * to a connection of the same sandbox (the very counter: a sandbox deleted
+ * and registered again is another one) for the same host, port and
+ * upstream CA file, so a verified connection is never shared between
+ * sandboxes.  A parked connection that speaks, closes or idles out is
+ * dropped; past UPOOL_MAX the oldest goes.
+ */
+struct upool *upool_new(struct event_base *base);
+void	upool_free(struct upool *p);		/* accepts NULL */
+
+/* Parks bev (the pool owns it from here on). */
+void	upool_put(struct upool *p, struct bufferevent *bev,
+	    struct sb_counter *owner, const char *host, uint16_t port,
+	    const char *ca_file);
+/* A parked connection for exactly that, taken out of the pool, or NULL. */
+struct bufferevent *upool_get(struct upool *p, const struct sb_counter *owner,
+	    const char *host, uint16_t port, const char *ca_file);
+size_t	upool_count(const struct upool *p);
+
+#endif
