@@ -1,8 +1,8 @@
 /*
- * httpcheck.c: our own checks of request heads and bodies, where llhttp is
- * lenient: the head guard and the body guard that run over the bytes before
- * llhttp sees them, and the checks of a complete head (request line,
- * framing, upgrade) against what llhttp made of it.
+ * httpcheck.c: our own checks of request and response heads and bodies,
+ * where llhttp is lenient: the head guard and the body guard that run over
+ * the bytes before llhttp sees them, and the checks of a complete head
+ * (request line, framing, upgrade) against what llhttp made of it.
  */
 #include "autoconf.h"
 
@@ -16,24 +16,6 @@
 
 #define CHUNK_SIZE_DIGITS	16	/* hex digits: fits a uint64_t */
 #define CHUNK_EXT_MAX		1024	/* bytes of chunk extensions per chunk */
-
-/* ---- character classes -------------------------------------------------- */
-
-static int
-is_tchar(uint8_t c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return 1;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-/* Bytes allowed in a field value: SP, HT, VCHAR and obs-text. */
-static int
-is_vbyte(uint8_t c)
-{
-	return c == ' ' || c == '\t' || (c >= 0x21 && c != 0x7f);
-}
 
 static int
 hexval(uint8_t c)
@@ -50,23 +32,22 @@ hexval(uint8_t c)
 /* ---- the head guard ----------------------------------------------------- */
 
 void
-http_guard_init(struct guard *g, size_t limit)
+http_guard_init(struct guard *g, size_t limit, int response)
 {
 	memset(g, 0, sizeof(*g));
-	g->st = G_START;
+	g->st = response ? G_SVERSION : G_START;
 	g->limit = limit;
 }
 
-/* The version seen before the CR of the request line. */
+/* The version, complete: NULL, or why it is refused (bad: malformed). */
 static const char *
-guard_version(const struct guard *g)
+guard_version(const struct guard *g, const char *bad)
 {
 	const char *v = g->version;
 
 	if (g->tok != sizeof(g->version) || memcmp(v, "HTTP/", 5) != 0 ||
-	    v[6] != '.' || hexval(v[5]) < 0 || hexval(v[5]) > 9 ||
-	    hexval(v[7]) < 0 || hexval(v[7]) > 9)
-		return "malformed request line";
+	    v[6] != '.' || v[5] < '0' || v[5] > '9' || v[7] < '0' || v[7] > '9')
+		return bad;
 	if (v[5] != '1' || (v[7] != '0' && v[7] != '1'))
 		return "unsupported http version";
 	return NULL;
@@ -122,27 +103,64 @@ guard_reqline(struct guard *g, uint8_t c)
 	case G_VERSION:
 		if (c == '\r') {
 			g->st = G_RL_LF;
-			return guard_version(g);
+			return guard_version(g, "malformed request line");
 		}
 		if (g->tok == sizeof(g->version))
 			return "malformed request line";
 		g->version[g->tok++] = (char)c;
-		return NULL;
-	case G_RL_LF:
-		if (c != '\n')
-			return "bare CR";
-		g->st = G_LINE;
 		return NULL;
 	default:
 		return "malformed request";
 	}
 }
 
-/* One byte of the header lines. */
+/* One byte of the status line. */
+static const char *
+guard_statusline(struct guard *g, uint8_t c)
+{
+	switch (g->st) {
+	case G_SVERSION:
+		if (c == ' ' && g->tok == sizeof(g->version)) {
+			g->st = G_STATUS;
+			g->tok = 0;
+			return NULL;
+		}
+		if (g->tok == sizeof(g->version) || c == ' ' || c == '\r')
+			return "malformed status line";
+		g->version[g->tok++] = (char)c;
+		return g->tok == sizeof(g->version) ?
+		    guard_version(g, "malformed status line") : NULL;
+	case G_STATUS:
+		if (c < '0' || c > '9')
+			return "invalid status code";
+		g->status = g->status * 10 + (unsigned)(c - '0');
+		if (++g->tok == 3)
+			g->st = G_SP;
+		return NULL;
+	case G_SP:
+		if (g->status < 100 || g->status > 599 || (c != ' ' && c != '\r'))
+			return "invalid status code";
+		g->st = c == ' ' ? G_REASON : G_RL_LF;
+		return NULL;
+	case G_REASON:
+		if (c == '\r')
+			g->st = G_RL_LF;
+		return NULL;	/* sanitised when written */
+	default:
+		return "malformed response";
+	}
+}
+
+/* One byte of the header lines (or of the start line's CRLF). */
 static const char *
 guard_fields(struct guard *g, uint8_t c)
 {
 	switch (g->st) {
+	case G_RL_LF:
+		if (c != '\n')
+			return "bare CR";
+		g->st = G_LINE;
+		return NULL;
 	case G_LINE:
 		if (c == '\r') {
 			g->st = G_END_LF;
@@ -185,7 +203,7 @@ guard_fields(struct guard *g, uint8_t c)
 		g->st = g->st == G_VALUE_LF ? G_LINE : G_DONE;
 		return NULL;
 	default:
-		return "malformed request";
+		return "malformed head";
 	}
 }
 
@@ -202,8 +220,10 @@ guard_byte(struct guard *g, uint8_t c)
 		return "NUL in head";
 	if (c == '\n' && !want_lf)
 		return "bare LF";
-	if (g->st <= G_RL_LF)
+	if (g->st < G_SVERSION)
 		return guard_reqline(g, c);
+	if (g->st < G_RL_LF)
+		return guard_statusline(g, c);
 	return guard_fields(g, c);
 }
 
@@ -282,7 +302,7 @@ chunk_byte(struct bodyguard *b, uint8_t c)
 			b->left = 0;
 		return NULL;
 	default:
-		return "malformed request";
+		return "malformed body";
 	}
 }
 
@@ -316,13 +336,9 @@ http_body_scan(struct bodyguard *b, const uint8_t *buf, size_t len,
 
 /* ---- the head's framing, upgrade and request line ----------------------- */
 
-/*
- * The next element of a comma-separated list v[0..len) from *i on, with
- * optional whitespace around it trimmed.  Returns 0 at the end of the
- * list, else 1 and the element (possibly empty) in *e, *elen.
- */
-static int
-list_next(const char *v, size_t len, size_t *i, const char **e, size_t *elen)
+int
+http_list_next(const char *v, size_t len, size_t *i, const char **e,
+    size_t *elen)
 {
 	size_t start, end;
 
@@ -366,7 +382,7 @@ te_is_chunked(const char *v, size_t len)
 	const char *e;
 	int last = 0;
 
-	while (list_next(v, len, &i, &e, &elen)) {
+	while (http_list_next(v, len, &i, &e, &elen)) {
 		if (!is_token(e, elen))
 			return 0;
 		last = ascii_eq(e, elen, "chunked");
@@ -376,33 +392,28 @@ te_is_chunked(const char *v, size_t len)
 }
 
 /*
- * An upgrade as the origin will see it: an Upgrade header and the token
- * "upgrade" in a Connection header.  llhttp also takes Proxy-Connection
- * for Connection, and the origin never gets that one: where llhttp's idea
- * differs from ours, the request is ambiguous.
+ * An upgrade as the peer will see it.  llhttp also takes Proxy-Connection
+ * for Connection, and the peer never gets that one: the callers refuse a
+ * message where llhttp's idea differs from ours as ambiguous.
  */
-const char *
-http_check_upgrade(struct http_reqs *s, struct http_head *h)
+int
+http_upgrade_asked(const struct http_stream *s)
 {
 	const struct hoff *o;
 	const char *e;
 	size_t i, j, elen;
 	int conn = 0;
 
-	if (h->is_connect)
-		return NULL;
 	for (i = 0; i < s->nhoff; i++) {
 		o = &s->hoff[i];
 		if (!ascii_eq(s->arena + o->name, o->name_len, "connection"))
 			continue;
 		j = 0;
-		while (list_next(s->arena + o->value, o->value_len, &j, &e, &elen))
+		while (http_list_next(s->arena + o->value, o->value_len, &j,
+		    &e, &elen))
 			conn |= ascii_eq(e, elen, "upgrade");
 	}
-	h->upgrade = conn && http_hoff_find(s, "upgrade") >= 0;
-	if (h->upgrade != (llhttp_get_upgrade(&s->parser) != 0))
-		return "ambiguous upgrade";
-	return NULL;
+	return conn && http_hoff_find(s, "upgrade") >= 0;
 }
 
 /* Content-Length: 1 to 19 digits.  Returns 0 and writes *n, or -1. */
@@ -423,42 +434,45 @@ parse_content_length(const char *v, size_t len, uint64_t *n)
 	return 0;
 }
 
-/*
- * How the body is framed, by our own reading of the headers; llhttp must
- * agree.  Sets the body guard.
- */
+/* How the body is framed, by our own reading of the headers. */
 const char *
-http_check_framing(struct http_reqs *s, struct http_head *h)
+http_check_framing(struct http_stream *s, unsigned http_minor,
+    const char *bodiless, int no_body)
 {
+	const llhttp_t *p = &s->parser;
 	const struct hoff *o;
 	long i;
 
 	if ((i = http_hoff_find(s, "content-length")) >= 0) {
 		o = &s->hoff[i];
 		if (parse_content_length(s->arena + o->value, o->value_len,
-		    &h->content_length) != 0)
+		    &s->content_length) != 0)
 			return "invalid content-length";
+		s->has_cl = 1;
 	}
 	if ((i = http_hoff_find(s, "transfer-encoding")) >= 0) {
 		o = &s->hoff[i];
-		if (h->http_minor == 0)
+		if (http_minor == 0)
 			return "transfer-encoding in http/1.0";
 		if (!te_is_chunked(s->arena + o->value, o->value_len))
 			return "bad transfer-encoding";
-		h->chunked = 1;
+		s->chunked = 1;
 	}
-	if (h->is_connect && (h->chunked || h->content_length > 0))
-		return "body on connect";
-	if (h->chunked != ((s->parser.flags & F_CHUNKED) != 0) ||
-	    (!h->chunked && h->content_length != s->parser.content_length))
-		return "malformed request";
+	if (bodiless != NULL && (s->chunked || s->content_length > 0))
+		return bodiless;
+	if (s->chunked != ((p->flags & F_CHUNKED) != 0) ||
+	    s->has_cl != ((p->flags & F_CONTENT_LENGTH) != 0) ||
+	    (!s->chunked && s->content_length != p->content_length))
+		return malformed(s);
 
 	memset(&s->bg, 0, sizeof(s->bg));
-	if (h->chunked)
+	if (no_body)
+		s->bg.st = B_DONE;
+	else if (s->chunked)
 		s->bg.st = B_SIZE;
-	else if (h->content_length > 0) {
+	else if (s->content_length > 0) {
 		s->bg.st = B_LENGTH;
-		s->bg.left = h->content_length;
+		s->bg.left = s->content_length;
 	} else
 		s->bg.st = B_DONE;
 	return NULL;
@@ -468,20 +482,21 @@ http_check_framing(struct http_reqs *s, struct http_head *h)
 const char *
 http_check_request_line(struct http_reqs *s, struct http_head *h)
 {
-	llhttp_t *p = &s->parser;
+	struct http_stream *hs = &s->hs;
+	llhttp_t *p = &hs->parser;
 	const char *m = llhttp_method_name((llhttp_method_t)llhttp_get_method(p));
 
 	if (llhttp_get_http_major(p) != 1 || llhttp_get_http_minor(p) > 1)
 		return "unsupported http version";
-	if (m == NULL || strcmp(m, s->g.method) != 0)
+	if (m == NULL || strcmp(m, hs->g.method) != 0)
 		return "unknown method";
-	if (s->target_len != s->g.target_len || s->target_len == 0 ||
-	    s->nhoff != s->g.nlines || s->g.st != G_DONE)
+	if (hs->line_len != hs->g.target_len || hs->line_len == 0 ||
+	    hs->nhoff != hs->g.nlines || hs->g.st != G_DONE)
 		return "malformed request";
-	memcpy(h->method, s->g.method, sizeof(h->method));
+	memcpy(h->method, hs->g.method, sizeof(h->method));
 	h->http_major = 1;
 	h->http_minor = llhttp_get_http_minor(p);
-	h->head_len = s->g.total - s->g.lead;
+	h->head_len = hs->g.total - hs->g.lead;
 	h->is_connect = llhttp_get_method(p) == HTTP_CONNECT;
 	return NULL;
 }

@@ -20,13 +20,7 @@
 static int
 name_eq(const char *a, size_t alen, const char *b)
 {
-	size_t i;
-
-	for (i = 0; i < alen; i++)
-		if (b[i] == '\0' || ascii_lower((unsigned char)a[i]) !=
-		    ascii_lower((unsigned char)b[i]))
-			return 0;
-	return b[alen] == '\0';
+	return strlen(b) == alen && ascii_caseeq(a, b, alen);
 }
 
 int
@@ -44,29 +38,12 @@ http_hop_by_hop(const char *name, size_t len)
 static int
 list_has(const char *v, size_t len, const char *name, size_t nlen)
 {
-	size_t i = 0, start, end;
+	size_t i = 0, elen;
+	const char *e;
 
-	while (i < len) {
-		while (i < len && (v[i] == ' ' || v[i] == '\t'))
-			i++;
-		start = end = i;
-		while (i < len && v[i] != ',') {
-			i++;
-			if (v[i - 1] != ' ' && v[i - 1] != '\t')
-				end = i;
-		}
-		i++;		/* past the comma */
-		if (end - start == nlen && nlen > 0) {
-			size_t j;
-
-			for (j = 0; j < nlen; j++)
-				if (ascii_lower((unsigned char)v[start + j]) !=
-				    ascii_lower((unsigned char)name[j]))
-					break;
-			if (j == nlen)
-				return 1;
-		}
-	}
+	while (http_list_next(v, len, &i, &e, &elen))
+		if (elen == nlen && nlen > 0 && ascii_caseeq(e, name, nlen))
+			return 1;
 	return 0;
 }
 
@@ -104,10 +81,11 @@ is_framing(const char *name, size_t len)
 	    ascii_eq(name, len, "transfer-encoding");
 }
 
-/* Whether header x of the request goes upstream as received. */
+/* Whether header x of the request goes upstream as received (arg: fwd). */
 static int
-fwd_keeps(const struct fwd *f, const struct http_header *x)
+fwd_keeps(const void *arg, const struct http_header *x)
 {
+	const struct fwd *f = arg;
 	size_t i;
 
 	if (ascii_eq(x->name, x->name_len, "host"))
@@ -128,15 +106,6 @@ fwd_keeps(const struct fwd *f, const struct http_header *x)
 		return 1;
 	return !http_hop_by_hop(x->name, x->name_len) &&
 	    !http_conn_names(f->h->headers, f->h->nheaders, x->name, x->name_len);
-}
-
-static int
-is_tchar(unsigned char c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return 1;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
 /* Every byte of s is a tchar (or, for a value, SP, HT, VCHAR, obs-text). */
@@ -166,13 +135,6 @@ visible(const char *s)
 		if (*p < 0x21 || *p >= 0x7f)
 			return 0;
 	return 1;
-}
-
-static char *
-put(char *o, const char *p, size_t n)
-{
-	memcpy(o, p, n);
-	return o + n;
 }
 
 /* Writes the Host line to o (NULL: only counts).  Returns its length. */
@@ -217,7 +179,7 @@ http_head_serialize_upstream(const struct http_head *h, const char *target,
     size_t nadd, char *out, size_t out_len)
 {
 	struct fwd f = { h, drop, ndrop, add, nadd, 0, 0 };
-	size_t i, need, mlen = strlen(h->method), tlen;
+	size_t i, need, tlen;
 	const char *conn;
 	char *o = out;
 
@@ -237,39 +199,22 @@ http_head_serialize_upstream(const struct http_head *h, const char *target,
 	conn = conn_line(&f);
 
 	tlen = strlen(target);
-	need = mlen + 1 + tlen + 11 + host_line(NULL, host, port) +
-	    strlen(conn) + 2;
-	for (i = 0; i < h->nheaders; i++)
-		if (fwd_keeps(&f, &h->headers[i]))
-			need += h->headers[i].name_len + 2 +
-			    h->headers[i].value_len + 2;
+	need = http_put_request_line(NULL, h->method, target, tlen, "HTTP/1.1") +
+	    host_line(NULL, host, port) + strlen(conn) + 2 +
+	    http_put_headers(NULL, h->headers, h->nheaders, fwd_keeps, &f);
 	for (i = 0; i < nadd; i++)
-		need += strlen(add[i].name) + 2 + strlen(add[i].value) + 2;
+		need += http_put_field(NULL, add[i].name, strlen(add[i].name),
+		    add[i].value, strlen(add[i].value));
 	if (need > out_len || need > (size_t)LONG_MAX)
 		return SL_ERR_TOO_BIG;
 
-	o = put(o, h->method, mlen);
-	o = put(o, " ", 1);
-	o = put(o, target, tlen);
-	o = put(o, " HTTP/1.1\r\n", 11);
+	o += http_put_request_line(o, h->method, target, tlen, "HTTP/1.1");
 	o += host_line(o, host, port);
-	for (i = 0; i < h->nheaders; i++) {
-		const struct http_header *x = &h->headers[i];
-
-		if (!fwd_keeps(&f, x))
-			continue;
-		o = put(o, x->name, x->name_len);
-		o = put(o, ": ", 2);
-		o = put(o, x->value, x->value_len);
-		o = put(o, "\r\n", 2);
-	}
+	o += http_put_headers(o, h->headers, h->nheaders, fwd_keeps, &f);
 	o = put(o, conn, strlen(conn));
-	for (i = 0; i < nadd; i++) {
-		o = put(o, add[i].name, strlen(add[i].name));
-		o = put(o, ": ", 2);
-		o = put(o, add[i].value, strlen(add[i].value));
-		o = put(o, "\r\n", 2);
-	}
+	for (i = 0; i < nadd; i++)
+		o += http_put_field(o, add[i].name, strlen(add[i].name),
+		    add[i].value, strlen(add[i].value));
 	o = put(o, "\r\n", 2);
 	return (long)(o - out);
 }

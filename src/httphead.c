@@ -1,4 +1,8 @@
-/* httphead.c: HTTP/1.x requests from a client stream, parsed strictly. */
+/*
+ * httphead.c: HTTP/1.x messages parsed strictly, as a stream over llhttp
+ * that requests and responses (httpresp.c) share, and the stream of
+ * requests from a client.
+ */
 #include "autoconf.h"
 
 #include <stdint.h>
@@ -12,47 +16,53 @@
 #include "httphead_int.h"
 
 /*
- * How it fits together.  Every byte of a request passes two checks.  Our
- * own guards (the head guard for the request line and header lines, the
- * body guard for Content-Length and chunked bodies) run first over the
- * bytes and stop at the first byte they refuse or at the end of the head
- * or body; llhttp is then given exactly the bytes the guards accepted and
- * fills the arena through its callbacks.  The guards refuse what llhttp,
- * in whichever mode it was compiled (its loose mode accepts bare LF line
- * ends, obs-fold, "Name : value", HTTP/0.9 and 2.0 request lines, and any
- * two bytes after chunk data), would let through; llhttp decides the
- * framing.  Where both say where a head or a message ends, they must say
- * the same, or the request is refused.
+ * How it fits together.  Every byte of a request or a response passes two
+ * checks.  Our own guards (httpcheck.c: the head guard for the start line
+ * and header lines, the body guard for Content-Length and chunked bodies)
+ * run first over the bytes and stop at the first byte they refuse or at
+ * the end of the head or body; llhttp is then given exactly the bytes the
+ * guards accepted and fills the arena through its callbacks.  The guards
+ * refuse what llhttp, in whichever mode it was compiled (its loose mode
+ * accepts bare LF line ends, obs-fold, "Name : value", HTTP/0.9 and 2.0
+ * request lines, and any two bytes after chunk data), would let through;
+ * llhttp decides the framing.  Where both say where a head or a message
+ * ends, they must say the same, or the message is refused.
  */
 
 /* ---- llhttp's callbacks ------------------------------------------------- */
 
+/* A piece of the request-target, reason phrase or a value: appended. */
 static int
-on_url(llhttp_t *p, const char *at, size_t len)
+on_span(llhttp_t *p, const char *at, size_t len)
 {
-	struct http_reqs *s = p->data;
+	struct http_stream *s = p->data;
 
 	return s->phase == P_HEAD ? http_arena_put(s, at, len) : 0;
 }
 
+/* The request-target or the reason phrase is complete. */
 static int
-on_url_complete(llhttp_t *p)
+on_line_complete(llhttp_t *p)
 {
-	struct http_reqs *s = p->data;
+	struct http_stream *s = p->data;
 
 	if (s->phase != P_HEAD)
 		return 0;
-	s->target_len = s->alen;
+	if (s->nhoff > 0 || s->in_field)
+		return refuse(s, malformed(s));
+	s->line_len = s->alen;
 	return http_arena_put(s, "", 1);
 }
 
 static int
 on_header_field(llhttp_t *p, const char *at, size_t len)
 {
-	struct http_reqs *s = p->data;
+	struct http_stream *s = p->data;
 
 	if (s->phase != P_HEAD)
 		return 0;
+	if (s->alen == 0 && http_arena_put(s, "", 1) != 0)	/* no reason */
+		return -1;
 	if (!s->in_field) {
 		if (s->nhoff == HTTP_MAX_HEADERS)
 			return refuse(s, "too many headers");
@@ -63,12 +73,13 @@ on_header_field(llhttp_t *p, const char *at, size_t len)
 }
 
 /*
- * Counts the headers that frame the message or name its host, and
- * refuses a second one or Content-Length with Transfer-Encoding as soon as
- * the name is known (before llhttp's own checks, so the reason is ours).
+ * Counts the headers that frame the message or name a request's host,
+ * and refuses a second one or Content-Length with Transfer-Encoding as
+ * soon as the name is known (before llhttp's own checks, so the reason is
+ * ours).
  */
 static int
-count_special(struct http_reqs *s, const char *name, size_t len)
+count_special(struct http_stream *s, const char *name, size_t len)
 {
 	if (ascii_eq(name, len, "content-length")) {
 		if (s->n_cl++ > 0)
@@ -76,7 +87,7 @@ count_special(struct http_reqs *s, const char *name, size_t len)
 	} else if (ascii_eq(name, len, "transfer-encoding")) {
 		if (s->n_te++ > 0)
 			return refuse(s, "repeated transfer-encoding");
-	} else if (ascii_eq(name, len, "host")) {
+	} else if (!s->response && ascii_eq(name, len, "host")) {
 		if (s->n_host++ > 0)
 			return refuse(s, "repeated host");
 	}
@@ -88,7 +99,7 @@ count_special(struct http_reqs *s, const char *name, size_t len)
 static int
 on_header_field_complete(llhttp_t *p)
 {
-	struct http_reqs *s = p->data;
+	struct http_stream *s = p->data;
 	struct hoff *h;
 
 	if (s->phase != P_HEAD)
@@ -105,17 +116,9 @@ on_header_field_complete(llhttp_t *p)
 }
 
 static int
-on_header_value(llhttp_t *p, const char *at, size_t len)
-{
-	struct http_reqs *s = p->data;
-
-	return s->phase == P_HEAD ? http_arena_put(s, at, len) : 0;
-}
-
-static int
 on_header_value_complete(llhttp_t *p)
 {
-	struct http_reqs *s = p->data;
+	struct http_stream *s = p->data;
 	struct hoff *h;
 	const char *v;
 
@@ -138,61 +141,38 @@ on_header_value_complete(llhttp_t *p)
 	return 0;
 }
 
-static int	on_headers_complete(llhttp_t *);
-
 static int
 on_message_complete(llhttp_t *p)
 {
 	return HPE_PAUSED;
 }
 
-static const llhttp_settings_t reqs_settings = {
-	.on_url = on_url,
-	.on_url_complete = on_url_complete,
-	.on_header_field = on_header_field,
-	.on_header_field_complete = on_header_field_complete,
-	.on_header_value = on_header_value,
-	.on_header_value_complete = on_header_value_complete,
-	.on_headers_complete = on_headers_complete,
-	.on_message_complete = on_message_complete,
-};
+/* ---- the stream both directions share ----------------------------------- */
 
-/* ---- the head is complete ----------------------------------------------- */
-
-/* The head is complete: derive its fields, or refuse it; then pause. */
-static int
-on_headers_complete(llhttp_t *p)
+void *
+http_stream_new(size_t size, int response, size_t header_limit,
+    llhttp_cb on_head)
 {
-	struct http_reqs *s = p->data;
-	struct http_head *h = &s->head;
-	const char *why;
-
-	if (s->phase != P_HEAD)
-		return refuse(s, "malformed request");
-	if ((why = http_check_request_line(s, h)) != NULL ||
-	    (why = http_parse_target(s, h)) != NULL ||
-	    (why = http_parse_host(s, h)) != NULL ||
-	    (why = http_check_framing(s, h)) != NULL ||
-	    (why = http_check_upgrade(s, h)) != NULL)
-		return refuse(s, why);
-	http_fill_pointers(s, h);
-	h->keep_alive = llhttp_should_keep_alive(p);
-	return HPE_PAUSED;
-}
-
-/* ---- the stream ---------------------------------------------------------- */
-
-struct http_reqs *
-http_reqs_new(size_t header_limit)
-{
-	struct http_reqs *s;
+	struct http_stream *s;
+	llhttp_settings_t *set;
 
 	if (header_limit > SIZE_MAX / 4)
 		return NULL;
-	if ((s = calloc(1, sizeof(*s))) == NULL)
+	if ((s = calloc(1, size)) == NULL)
 		return NULL;
-	llhttp_init(&s->parser, HTTP_REQUEST, &reqs_settings);
+	set = &s->settings;
+	llhttp_settings_init(set);
+	set->on_url = set->on_status = on_span;	/* as the stream's type */
+	set->on_url_complete = set->on_status_complete = on_line_complete;
+	set->on_header_field = on_header_field;
+	set->on_header_field_complete = on_header_field_complete;
+	set->on_header_value = on_span;
+	set->on_header_value_complete = on_header_value_complete;
+	set->on_headers_complete = on_head;
+	set->on_message_complete = on_message_complete;
+	llhttp_init(&s->parser, response ? HTTP_RESPONSE : HTTP_REQUEST, set);
 	s->parser.data = s;
+	s->response = response;
 	s->amax = 2 * header_limit + 16;
 	s->g.limit = header_limit;
 	s->phase = P_HEAD;
@@ -201,33 +181,24 @@ http_reqs_new(size_t header_limit)
 }
 
 void
-http_reqs_free(struct http_reqs *s)
+http_stream_start(struct http_stream *s)
 {
-	if (s == NULL)
-		return;
-	free(s->arena);
-	free(s);
-}
-
-/* Forgets the previous request: the next byte begins a new one. */
-static void
-start_request(struct http_reqs *s)
-{
-	http_guard_init(&s->g, s->g.limit);
+	http_guard_init(&s->g, s->g.limit, s->response);
 	memset(&s->bg, 0, sizeof(s->bg));
-	memset(&s->head, 0, sizeof(s->head));
 	s->alen = 0;
-	s->target_len = s->origin_off = 0;
+	s->line_len = 0;
 	s->nhoff = 0;
 	s->in_field = 0;
 	s->n_cl = s->n_te = s->n_host = 0;
+	s->chunked = s->has_cl = 0;
+	s->content_length = 0;
 	s->why = NULL;
 	s->fresh = 0;
 }
 
 /* The phrase for an llhttp error (when no callback of ours refused). */
 static const char *
-llhttp_reason(llhttp_errno_t e)
+llhttp_reason(const struct http_stream *s, llhttp_errno_t e)
 {
 	switch (e) {
 	case HPE_UNEXPECTED_CONTENT_LENGTH:
@@ -241,7 +212,10 @@ llhttp_reason(llhttp_errno_t e)
 	case HPE_STRICT:	/* what the guards leave of it: chunk extensions */
 		return "invalid chunk extension";
 	case HPE_INVALID_CONSTANT:	/* "Expected HTTP/" and the like */
-		return "malformed request line";
+		return s->response ? "malformed status line" :
+		    "malformed request line";
+	case HPE_INVALID_STATUS:
+		return "invalid status code";
 	case HPE_LF_EXPECTED:
 		return "bare CR";
 	case HPE_CR_EXPECTED:
@@ -257,26 +231,24 @@ llhttp_reason(llhttp_errno_t e)
 	case HPE_INVALID_VERSION:
 		return "unsupported http version";
 	case HPE_CLOSED_CONNECTION:
-		return "request after connection close";
+		return s->response ? "response after connection close" :
+		    "request after connection close";
 	default:
-		return "malformed request";
+		return malformed(s);
 	}
 }
 
-static enum http_ev
-die(struct http_reqs *s, const char *why)
+int
+http_stream_die(struct http_stream *s, const char *why)
 {
 	s->phase = P_DEAD;
-	s->dead = why != NULL ? why : "malformed request";
-	return HTTP_EV_INVALID;
+	s->dead = why != NULL ? why : malformed(s);
+	return -1;
 }
 
-/*
- * Gives llhttp exactly buf[0..n), resuming it first if it paused.  *done
- * is where it stopped (n unless it paused).
- */
-static llhttp_errno_t
-run_parser(struct http_reqs *s, const uint8_t *buf, size_t n, size_t *done)
+llhttp_errno_t
+http_stream_run(struct http_stream *s, const uint8_t *buf, size_t n,
+    size_t *done)
 {
 	static const char nothing[1];
 	const char *p = n > 0 ? (const char *)buf : nothing;
@@ -296,77 +268,163 @@ run_parser(struct http_reqs *s, const uint8_t *buf, size_t n, size_t *done)
 	return e;
 }
 
+int
+http_stream_step(struct http_stream *s, const uint8_t *buf, size_t len,
+    size_t *used)
+{
+	const char *why;
+	llhttp_errno_t e;
+	size_t n, done;
+	int ended;
+
+	if (s->phase == P_HEAD) {
+		n = http_guard_scan(&s->g, buf, len, &why);
+		ended = s->g.st == G_DONE;
+	} else {
+		n = http_body_scan(&s->bg, buf, len, &why);
+		ended = s->bg.st == B_DONE;
+	}
+	/* llhttp gets what the guard passed and pauses where it sees an end. */
+	e = http_stream_run(s, buf, n, &done);
+	if (e == HPE_PAUSED) {
+		if (!ended || done != n)
+			return http_stream_die(s, NULL);
+		*used = done;
+		return 1;
+	}
+	if (e != HPE_OK)
+		return http_stream_die(s, s->why != NULL ? s->why :
+		    llhttp_reason(s, e));
+	if (why != NULL)
+		return http_stream_die(s, why);
+	if (ended)		/* llhttp did not see the end */
+		return http_stream_die(s, NULL);
+	*used = n;
+	return 0;
+}
+
+int
+http_stream_tunnel(struct http_stream *s)
+{
+	size_t done;
+
+	if (http_stream_run(s, NULL, 0, &done) != HPE_PAUSED_UPGRADE ||
+	    done != 0)
+		return http_stream_die(s, NULL);
+	s->phase = P_TUNNEL;
+	return 0;
+}
+
+/* ---- the request stream ------------------------------------------------- */
+
+/*
+ * An upgrade as the origin will see it; CONNECT is a tunnel of its own
+ * (llhttp calls it an upgrade too).
+ */
+static const char *
+check_upgrade(struct http_reqs *s, struct http_head *h)
+{
+	if (h->is_connect)
+		return NULL;
+	h->upgrade = http_upgrade_asked(&s->hs);
+	if (h->upgrade != (llhttp_get_upgrade(&s->hs.parser) != 0))
+		return "ambiguous upgrade";
+	return NULL;
+}
+
+/* Points the head's strings into the arena, which no longer moves. */
+static void
+fill_pointers(struct http_reqs *s, struct http_head *h)
+{
+	struct http_stream *hs = &s->hs;
+
+	http_fill_headers(hs);
+	h->headers = hs->hdrs;
+	h->nheaders = hs->nhoff;
+	h->target = hs->arena;
+	h->target_len = hs->line_len;
+	h->origin_target = h->absolute_form ? hs->arena + s->origin_off : NULL;
+}
+
+/* The head is complete: derive its fields, or refuse it; then pause. */
+static int
+on_headers_complete(llhttp_t *p)
+{
+	struct http_reqs *s = p->data;		/* hs is its first member */
+	struct http_head *h = &s->head;
+	const char *why;
+
+	if (s->hs.phase != P_HEAD)
+		return refuse(&s->hs, "malformed request");
+	if ((why = http_check_request_line(s, h)) != NULL ||
+	    (why = http_parse_target(s, h)) != NULL ||
+	    (why = http_parse_host(s, h)) != NULL ||
+	    (why = http_check_framing(&s->hs, h->http_minor,
+	    h->is_connect ? "body on connect" : NULL, 0)) != NULL ||
+	    (why = check_upgrade(s, h)) != NULL)
+		return refuse(&s->hs, why);
+	h->chunked = s->hs.chunked;
+	h->content_length = s->hs.content_length;
+	fill_pointers(s, h);
+	h->keep_alive = llhttp_should_keep_alive(p);
+	return HPE_PAUSED;
+}
+
+struct http_reqs *
+http_reqs_new(size_t header_limit)
+{
+	return http_stream_new(sizeof(struct http_reqs), 0, header_limit,
+	    on_headers_complete);
+}
+
+void
+http_reqs_free(struct http_reqs *s)
+{
+	if (s == NULL)
+		return;
+	free(s->hs.arena);
+	free(s);
+}
+
+static enum http_ev
+die(struct http_reqs *s, const char *why)
+{
+	http_stream_die(&s->hs, why);
+	return HTTP_EV_INVALID;
+}
+
 static enum http_ev
 feed_head(struct http_reqs *s, const uint8_t *buf, size_t len, size_t *used)
 {
-	const char *gwhy;
-	llhttp_errno_t e;
-	size_t n, done;
+	int r;
 
 	if (len == 0)
 		return HTTP_EV_NEED_MORE;
-	if (s->fresh)
-		start_request(s);
-	n = http_guard_scan(&s->g, buf, len, &gwhy);
-	e = run_parser(s, buf, n, &done);
-	if (e == HPE_PAUSED) {
-		if (s->g.st != G_DONE || done != n)
-			return die(s, "malformed request");
-		*used = done;
-		s->phase = P_BODY;
-		return HTTP_EV_HEAD;
+	if (s->hs.fresh) {
+		http_stream_start(&s->hs);
+		memset(&s->head, 0, sizeof(s->head));
+		s->origin_off = 0;
 	}
-	if (e != HPE_OK)
-		return die(s, s->why != NULL ? s->why : llhttp_reason(e));
-	if (gwhy != NULL)
-		return die(s, gwhy);
-	if (s->g.st == G_DONE)		/* llhttp did not see the head end */
-		return die(s, "malformed request");
-	*used = n;
-	return HTTP_EV_NEED_MORE;
+	if ((r = http_stream_step(&s->hs, buf, len, used)) <= 0)
+		return r < 0 ? HTTP_EV_INVALID : HTTP_EV_NEED_MORE;
+	s->hs.phase = P_BODY;
+	return HTTP_EV_HEAD;
 }
 
 static enum http_ev
 feed_body(struct http_reqs *s, const uint8_t *buf, size_t len, size_t *used)
 {
 	const struct http_head *h = &s->head;
-	const char *bwhy;
-	llhttp_errno_t e;
-	size_t n, done;
+	int r;
 
-	n = http_body_scan(&s->bg, buf, len, &bwhy);
-	e = run_parser(s, buf, n, &done);
-	if (e == HPE_PAUSED) {
-		if (s->bg.st != B_DONE || done != n)
-			return die(s, "malformed request");
-		*used = done;
-		if (h->is_connect || h->upgrade)
-			s->phase = P_UPGRADE;
-		else
-			s->phase = h->keep_alive ? P_HEAD : P_CLOSED;
-		s->fresh = 1;
-		return HTTP_EV_END;
-	}
-	if (e != HPE_OK)
-		return die(s, s->why != NULL ? s->why : llhttp_reason(e));
-	if (bwhy != NULL)
-		return die(s, bwhy);
-	if (s->bg.st == B_DONE)		/* llhttp did not see the end */
-		return die(s, "malformed request");
-	*used = n;
-	return HTTP_EV_NEED_MORE;
-}
-
-/* END of a CONNECT or upgrade was reported; llhttp must now stop too. */
-static enum http_ev
-feed_upgrade(struct http_reqs *s)
-{
-	size_t done;
-
-	if (run_parser(s, NULL, 0, &done) != HPE_PAUSED_UPGRADE || done != 0)
-		return die(s, "malformed request");
-	s->phase = P_TUNNEL;
-	return HTTP_EV_TUNNEL;
+	if ((r = http_stream_step(&s->hs, buf, len, used)) <= 0)
+		return r < 0 ? HTTP_EV_INVALID : HTTP_EV_NEED_MORE;
+	if (h->is_connect || h->upgrade)
+		s->hs.phase = P_UPGRADE;
+	else
+		s->hs.phase = h->keep_alive ? P_HEAD : P_CLOSED;
+	s->hs.fresh = 1;
+	return HTTP_EV_END;
 }
 
 enum http_ev
@@ -376,7 +434,7 @@ http_reqs_feed(struct http_reqs *s, const uint8_t *buf, size_t len,
 	enum http_ev ev;
 
 	*used = 0;
-	switch (s->phase) {
+	switch (s->hs.phase) {
 	case P_HEAD:
 		ev = feed_head(s, buf, len, used);
 		break;
@@ -384,7 +442,8 @@ http_reqs_feed(struct http_reqs *s, const uint8_t *buf, size_t len,
 		ev = feed_body(s, buf, len, used);
 		break;
 	case P_UPGRADE:
-		ev = feed_upgrade(s);
+		ev = http_stream_tunnel(&s->hs) == 0 ? HTTP_EV_TUNNEL :
+		    HTTP_EV_INVALID;
 		break;
 	case P_TUNNEL:
 		ev = HTTP_EV_TUNNEL;
@@ -403,17 +462,17 @@ http_reqs_feed(struct http_reqs *s, const uint8_t *buf, size_t len,
 		*head = (ev == HTTP_EV_HEAD || ev == HTTP_EV_END ||
 		    ev == HTTP_EV_TUNNEL) ? &s->head : NULL;
 	if (reason != NULL)
-		*reason = ev == HTTP_EV_INVALID ? s->dead : NULL;
+		*reason = ev == HTTP_EV_INVALID ? s->hs.dead : NULL;
 	return ev;
 }
 
 int
 http_reqs_upgrade_refused(struct http_reqs *s)
 {
-	if (s->phase != P_TUNNEL || !s->head.upgrade)
+	if (s->hs.phase != P_TUNNEL || !s->head.upgrade)
 		return SL_ERR_INVALID;
-	llhttp_resume_after_upgrade(&s->parser);
-	s->phase = s->head.keep_alive ? P_HEAD : P_CLOSED;
-	s->fresh = 1;
+	llhttp_resume_after_upgrade(&s->hs.parser);
+	s->hs.phase = s->head.keep_alive ? P_HEAD : P_CLOSED;
+	s->hs.fresh = 1;
 	return 0;
 }

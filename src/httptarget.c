@@ -1,7 +1,7 @@
 /*
- * httptarget.c: a request head's bytes and the fields derived from them:
- * the arena that holds the target, names and values; the target,
- * authority and Host; and the head written back for an origin server.
+ * httptarget.c: a head's bytes and the fields derived from them: the arena
+ * that holds the target (or reason phrase), names and values; a request's
+ * target, authority and Host; and the header lines written back.
  */
 #include "autoconf.h"
 
@@ -23,7 +23,7 @@
 
 /* Makes room for n more bytes; offsets stay valid, pointers may not. */
 static int
-arena_reserve(struct http_reqs *s, size_t n)
+arena_reserve(struct http_stream *s, size_t n)
 {
 	size_t cap;
 	char *a;
@@ -44,7 +44,7 @@ arena_reserve(struct http_reqs *s, size_t n)
 
 /* Appends p[0..n), which must not point into the arena. */
 int
-http_arena_put(struct http_reqs *s, const char *p, size_t n)
+http_arena_put(struct http_stream *s, const char *p, size_t n)
 {
 	if (arena_reserve(s, n) != 0)
 		return -1;
@@ -56,7 +56,7 @@ http_arena_put(struct http_reqs *s, const char *p, size_t n)
 
 /* Appends a copy of the arena's own bytes [off, off + n). */
 static int
-arena_copy(struct http_reqs *s, size_t off, size_t n)
+arena_copy(struct http_stream *s, size_t off, size_t n)
 {
 	if (arena_reserve(s, n) != 0)	/* may move the arena */
 		return -1;
@@ -67,7 +67,7 @@ arena_copy(struct http_reqs *s, size_t off, size_t n)
 
 /* The index of the header called name (lower case), or -1. */
 long
-http_hoff_find(const struct http_reqs *s, const char *name)
+http_hoff_find(const struct http_stream *s, const char *name)
 {
 	size_t i;
 
@@ -177,7 +177,8 @@ parse_hostport(const char *in, size_t len, int need_port, char *host,
 static const char *
 parse_absolute(struct http_reqs *s, struct http_head *h, size_t skip)
 {
-	const char *t = s->arena, *auth = t + skip, *end = t + s->target_len;
+	struct http_stream *hs = &s->hs;
+	const char *t = hs->arena, *auth = t + skip, *end = t + hs->line_len;
 	const char *aend = auth;
 	size_t off;
 
@@ -193,12 +194,12 @@ parse_absolute(struct http_reqs *s, struct http_head *h, size_t skip)
 	h->absolute_form = h->has_authority = 1;
 
 	off = (size_t)(aend - t);	/* the arena may move from here on */
-	s->origin_off = s->alen;
-	if ((aend == end || *aend == '?') && http_arena_put(s, "/", 1) != 0)
-		return s->why;
-	if (arena_copy(s, off, s->target_len - off) != 0 ||
-	    http_arena_put(s, "", 1) != 0)
-		return s->why;
+	s->origin_off = hs->alen;
+	if ((aend == end || *aend == '?') && http_arena_put(hs, "/", 1) != 0)
+		return hs->why;
+	if (arena_copy(hs, off, hs->line_len - off) != 0 ||
+	    http_arena_put(hs, "", 1) != 0)
+		return hs->why;
 	return NULL;
 }
 
@@ -206,8 +207,8 @@ parse_absolute(struct http_reqs *s, struct http_head *h, size_t skip)
 const char *
 http_parse_target(struct http_reqs *s, struct http_head *h)
 {
-	const char *t = s->arena;
-	size_t len = s->target_len;
+	const char *t = s->hs.arena;
+	size_t len = s->hs.line_len;
 
 	if (h->is_connect) {
 		if (parse_hostport(t, len, 1, h->authority, &h->authority_port,
@@ -234,33 +235,27 @@ http_parse_host(struct http_reqs *s, struct http_head *h)
 	const struct hoff *o;
 	long i;
 
-	if ((i = http_hoff_find(s, "host")) < 0)
+	if ((i = http_hoff_find(&s->hs, "host")) < 0)
 		return NULL;
-	o = &s->hoff[i];
-	if (parse_hostport(s->arena + o->value, o->value_len, 0, h->host,
+	o = &s->hs.hoff[i];
+	if (parse_hostport(s->hs.arena + o->value, o->value_len, 0, h->host,
 	    &h->host_port, &h->host_is_ip) != 0)
 		return "bad host";
 	h->has_host = 1;
 	return NULL;
 }
 
-/* Points the head's strings into the arena, which no longer moves. */
 void
-http_fill_pointers(struct http_reqs *s, struct http_head *h)
+http_fill_headers(struct http_stream *s)
 {
 	size_t i;
 
-	h->target = s->arena;
-	h->target_len = s->target_len;
-	h->origin_target = h->absolute_form ? s->arena + s->origin_off : NULL;
 	for (i = 0; i < s->nhoff; i++) {
 		s->hdrs[i].name = s->arena + s->hoff[i].name;
 		s->hdrs[i].name_len = s->hoff[i].name_len;
 		s->hdrs[i].value = s->arena + s->hoff[i].value;
 		s->hdrs[i].value_len = s->hoff[i].value_len;
 	}
-	h->headers = s->hdrs;
-	h->nheaders = s->nhoff;
 }
 
 /* ---- reading and writing heads ------------------------------------------ */
@@ -270,27 +265,62 @@ http_head_get(const struct http_head *h, const char *name)
 {
 	size_t i, len = strlen(name);
 
-	for (i = 0; i < h->nheaders; i++) {
-		const struct http_header *x = &h->headers[i];
-		size_t j;
-
-		if (x->name_len != len)
-			continue;
-		for (j = 0; j < len; j++)
-			if (ascii_lower((unsigned char)x->name[j]) !=
-			    ascii_lower((unsigned char)name[j]))
-				break;
-		if (j == len)
-			return x;
-	}
+	for (i = 0; i < h->nheaders; i++)
+		if (h->headers[i].name_len == len &&
+		    ascii_caseeq(h->headers[i].name, name, len))
+			return &h->headers[i];
 	return NULL;
 }
 
-static char *
-put(char *out, const char *p, size_t n)
+size_t
+http_put_field(char *o, const char *name, size_t nlen, const char *value,
+    size_t vlen)
 {
-	memcpy(out, p, n);
-	return out + n;
+	if (o != NULL) {
+		o = put(o, name, nlen);
+		o = put(o, ": ", 2);
+		o = put(o, value, vlen);
+		put(o, "\r\n", 2);
+	}
+	return nlen + 2 + vlen + 2;
+}
+
+size_t
+http_put_headers(char *o, const struct http_header *hdrs, size_t n,
+    int (*keep)(const void *, const struct http_header *), const void *arg)
+{
+	size_t i, len = 0;
+
+	for (i = 0; i < n; i++)
+		if (keep(arg, &hdrs[i]))
+			len += http_put_field(o == NULL ? NULL : o + len,
+			    hdrs[i].name, hdrs[i].name_len, hdrs[i].value,
+			    hdrs[i].value_len);
+	return len;
+}
+
+size_t
+http_put_request_line(char *o, const char *method, const char *target,
+    size_t tlen, const char *version)
+{
+	size_t mlen = strlen(method);
+
+	if (o != NULL) {
+		o = put(o, method, mlen);
+		o = put(o, " ", 1);
+		o = put(o, target, tlen);
+		o = put(o, " ", 1);
+		o = put(o, version, 8);
+		put(o, "\r\n", 2);
+	}
+	return mlen + 1 + tlen + 1 + 8 + 2;
+}
+
+/* Whether a header goes to the origin: all but the Proxy-* ones. */
+static int
+origin_keeps(const void *arg, const struct http_header *x)
+{
+	return !ascii_prefix(x->name, x->name_len, "proxy-");
 }
 
 long
@@ -299,35 +329,20 @@ http_head_serialize_origin(const struct http_head *h, char *out,
 {
 	const char *target = h->absolute_form ? h->origin_target : h->target;
 	size_t tlen = h->absolute_form ? strlen(target) : h->target_len;
-	size_t i, need, mlen = strlen(h->method);
 	char version[] = "HTTP/1.1";
+	size_t need;
 	char *o = out;
 
 	version[5] = (char)('0' + h->http_major % 10);
 	version[7] = (char)('0' + h->http_minor % 10);
-	need = mlen + 1 + tlen + 1 + 8 + 2 + 2;
-	for (i = 0; i < h->nheaders; i++)
-		if (!ascii_prefix(h->headers[i].name, h->headers[i].name_len, "proxy-"))
-			need += h->headers[i].name_len + 2 + h->headers[i].value_len + 2;
+	need = http_put_request_line(NULL, h->method, target, tlen, version) +
+	    http_put_headers(NULL, h->headers, h->nheaders, origin_keeps, NULL) +
+	    2;
 	if (need > out_len || need > (size_t)LONG_MAX)
 		return SL_ERR_TOO_BIG;
 
-	o = put(o, h->method, mlen);
-	o = put(o, " ", 1);
-	o = put(o, target, tlen);
-	o = put(o, " ", 1);
-	o = put(o, version, 8);
-	o = put(o, "\r\n", 2);
-	for (i = 0; i < h->nheaders; i++) {
-		const struct http_header *x = &h->headers[i];
-
-		if (ascii_prefix(x->name, x->name_len, "proxy-"))
-			continue;
-		o = put(o, x->name, x->name_len);
-		o = put(o, ": ", 2);
-		o = put(o, x->value, x->value_len);
-		o = put(o, "\r\n", 2);
-	}
+	o += http_put_request_line(o, h->method, target, tlen, version);
+	o += http_put_headers(o, h->headers, h->nheaders, origin_keeps, NULL);
 	o = put(o, "\r\n", 2);
 	return (long)(o - out);
 }
