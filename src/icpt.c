@@ -56,6 +56,7 @@
 #define ICPT_LEAF_VALIDITY	86400u
 #define ICPT_LEAVES		256	/* cached leaves a sandbox */
 #define ICPT_TICKET_ROTATE	3600u
+#define ICPT_MAX_PINS		8
 
 /* A request from its judgement to its audit record. */
 struct icpt_req {
@@ -93,6 +94,9 @@ struct icpt {
 	int		 closing;	/* close once the sandbox has everything */
 	int		 resp_close;	/* the answer in progress ends the connection */
 	int		 shut_sent;	/* our close_notify is queued */
+	struct evbuffer	*held;		/* for the upstream, until it is checked */
+	char		*pins[ICPT_MAX_PINS];	/* of the rule that opened it */
+	size_t		 npins;
 	struct event	*finish;	/* runs maybe_finish on the next turn */
 	struct icpt_req	 cur;		/* the request being read */
 	struct icpt_req	 q[ICPT_MAX_PENDING];	/* sent, not yet answered */
@@ -347,6 +351,49 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 
 /* ---- the upstream side ---------------------------------------------- */
 
+/*
+ * Where bytes for the upstream go: held back until its certificate (and
+ * the rule's pins) are checked, then the connection's own queue.
+ */
+static struct evbuffer *
+up_out(struct icpt *ic)
+{
+	return ic->up_state == UP_READY ? bufferevent_get_output(ic->up) :
+	    ic->held;
+}
+
+static size_t
+up_queued(struct icpt *ic)
+{
+	return evbuffer_get_length(ic->held) + (ic->up != NULL ?
+	    evbuffer_get_length(bufferevent_get_output(ic->up)) : 0);
+}
+
+/* The rule's pins, if any, against the upstream's key. */
+static int
+pins_ok(struct icpt *ic)
+{
+	char reason[TLSUP_REASON_BUFSZ];
+
+	if (ic->npins == 0)
+		return 1;
+	return tlsup_check_peer(bufferevent_openssl_get_ssl(ic->up), ic->pins,
+	    ic->npins, reason, sizeof(reason)) == 0;
+}
+
+static void
+pins_set(struct icpt *ic, const struct intercept_rule *rule)
+{
+	size_t i;
+
+	for (i = 0; i < ic->npins; i++)
+		free(ic->pins[i]);
+	ic->npins = 0;
+	for (i = 0; i < rule->npins && i < ICPT_MAX_PINS; i++)
+		if ((ic->pins[ic->npins] = strdup(rule->pins[i])) != NULL)
+			ic->npins++;
+}
+
 static void up_read_cb(struct bufferevent *, void *);
 static void up_write_cb(struct bufferevent *, void *);
 static void up_event_cb(struct bufferevent *, short, void *);
@@ -415,6 +462,10 @@ up_open(struct icpt *ic, const struct intercept_rule *rule)
 		bufferevent_enable(ic->up, EV_READ | EV_WRITE);
 		ic->up_state = UP_READY;
 		c->upstream_used = 1;
+		if (!pins_ok(ic)) {
+			up_failed(ic, 502, "upstream-pin-mismatch");
+			return -1;
+		}
 		return 0;
 	}
 	if (tlsup_ctx(d->tls_up, rule->upstream_ca, &ctx, err, sizeof(err)) != 0) {
@@ -468,9 +519,15 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 			up_failed(ic, 502, "upstream-cert-invalid");
 			return;
 		}
+		if (!pins_ok(ic)) {
+			up_failed(ic, 502, "upstream-pin-mismatch");
+			return;
+		}
 		ic->up_state = UP_READY;
 		c->upstream_used = 1;
 		bufferevent_set_timeouts(bev, &idle, &idle);
+		/* Checked: what waited goes now. */
+		evbuffer_add_buffer(bufferevent_get_output(bev), ic->held);
 		return;
 	}
 	if (ic->up_state == UP_CONNECTING) {
@@ -557,8 +614,8 @@ tunnel_down_to_up(struct icpt *ic)
 	size_t n = evbuffer_get_length(in);
 
 	ic->from_sandbox += n;
-	evbuffer_remove_buffer(in, bufferevent_get_output(ic->up), n);
-	if (evbuffer_get_length(bufferevent_get_output(ic->up)) > ICPT_HIGH)
+	evbuffer_remove_buffer(in, up_out(ic), n);
+	if (up_queued(ic) > ICPT_HIGH)
 		bufferevent_disable(ic->down, EV_READ);
 }
 
@@ -690,12 +747,27 @@ forward_head(struct icpt *ic, const struct http_head *h,
 		return -1;
 	}
 	/*
-	 * XXX issue 6: the head is queued while the upstream handshake may
-	 * still run (chain and name are verified in it); a credential must
-	 * wait for the pin check of up_event_cb instead.
+	 * A new connection checks the rule's pins once its handshake is done
+	 * (nothing is sent before); one already checked is checked again
+	 * against this rule's pins.
 	 */
-	if (ic->up == NULL && up_open(ic, rule) != 0)
-		return -1;
+	if (ic->up == NULL) {
+		pins_set(ic, rule);
+		if (up_open(ic, rule) != 0) {
+			ic->cur.status = 502;	/* up_open answered it */
+			ic->cur.action = "error";
+			ic->cur.reason = "upstream-failed";
+			audit_request(ic, &ic->cur);
+			return -1;
+		}
+	} else if (rule->npins > 0 && ic->up_state == UP_READY) {
+		pins_set(ic, rule);
+		if (!pins_ok(ic)) {
+			refuse(ic, 502, "bad-gateway", "upstream-pin-mismatch",
+			    "sluice: the upstream did not present a pinned key", 0);
+			return -1;
+		}
+	}
 	if ((buf = malloc(ICPT_HEAD_MAX)) == NULL) {
 		conn_close(c, "out-of-memory");
 		return -1;
@@ -707,7 +779,7 @@ forward_head(struct icpt *ic, const struct http_head *h,
 		refuse(ic, 400, "refused", "header-too-large", NULL, 1);
 		return -1;
 	}
-	evbuffer_add(bufferevent_get_output(ic->up), buf, (size_t)n);
+	evbuffer_add(up_out(ic), buf, (size_t)n);
 	free(buf);
 	ic->cur.upgrade = h->upgrade;
 	ic->q[(ic->qhead + ic->qn) % ICPT_MAX_PENDING] = ic->cur;
@@ -737,8 +809,7 @@ pump_requests(struct icpt *ic)
 	 */
 	while (!ic->hold && ((len = evbuffer_get_length(in)) > 0 ||
 	    ic->body != BODY_NONE)) {
-		if (ic->up != NULL && evbuffer_get_length(
-		    bufferevent_get_output(ic->up)) > ICPT_HIGH)
+		if (ic->up != NULL && up_queued(ic) > ICPT_HIGH)
 			return;		/* up_write_cb resumes */
 		len = evbuffer_get_contiguous_space(in);
 		data = len > 0 ? evbuffer_pullup(in, (ssize_t)len) : NULL;
@@ -752,8 +823,7 @@ pump_requests(struct icpt *ic)
 				if (ic->qn > 0)
 					ic->q[(ic->qhead + ic->qn - 1) %
 					    ICPT_MAX_PENDING].bytes_up += used;
-				evbuffer_remove_buffer(in,
-				    bufferevent_get_output(ic->up), used);
+				evbuffer_remove_buffer(in, up_out(ic), used);
 			} else
 				evbuffer_drain(in, used);
 			if (ev == HTTP_EV_END)
@@ -799,8 +869,7 @@ pump_requests(struct icpt *ic)
 		if (ic->c->state == CS_CLOSED)
 			return;
 	}
-	if (ic->up != NULL && evbuffer_get_length(
-	    bufferevent_get_output(ic->up)) > ICPT_HIGH)
+	if (ic->up != NULL && up_queued(ic) > ICPT_HIGH)
 		bufferevent_disable(ic->down, EV_READ);
 }
 
@@ -951,7 +1020,8 @@ icpt_start(struct conn *c)
 	if ((ic = calloc(1, sizeof(*ic))) == NULL ||
 	    (ic->reqs = http_reqs_new(cfg->limits.header_bytes)) == NULL ||
 	    (ic->resps = http_resps_new(cfg->limits.header_bytes)) == NULL ||
-	    (ic->finish = event_new(c->w->base, -1, 0, finish_cb, ic)) == NULL) {
+	    (ic->finish = event_new(c->w->base, -1, 0, finish_cb, ic)) == NULL ||
+	    (ic->held = evbuffer_new()) == NULL) {
 		icpt_free(ic);
 		conn_close(c, "out-of-memory");
 		return;
@@ -1031,6 +1101,10 @@ icpt_free(struct icpt *ic)
 		bufferevent_free(ic->under);
 	http_reqs_free(ic->reqs);
 	http_resps_free(ic->resps);
+	if (ic->held != NULL)
+		evbuffer_free(ic->held);
+	while (ic->npins > 0)
+		free(ic->pins[--ic->npins]);
 	free(ic->refusal);
 	free(ic);
 }
