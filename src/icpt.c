@@ -67,6 +67,7 @@ struct icpt_req {
 	const char	*reason;	/* static */
 	int		 status;
 	int		 upgrade;	/* asked to switch protocols */
+	int		 close;		/* the client asked to close after it */
 	uint64_t	 bytes_up, bytes_down;
 	uint64_t	 start_ms;
 };
@@ -94,6 +95,13 @@ struct icpt {
 	int		 closing;	/* close once the sandbox has everything */
 	int		 resp_close;	/* the answer in progress ends the connection */
 	int		 shut_sent;	/* our close_notify is queued */
+	const char	*fail_reason;	/* why the upstream failed (static) */
+	int		 starting;	/* icpt_start is still on the stack */
+	short		 start_events;	/* events that came meanwhile */
+	int		 resp_open;	/* a response head was read, not its end */
+	int		 resp_info;	/* and it is informational (1xx) */
+	int		 expect_tunnel;	/* an upgrade request: TUNNEL follows END */
+	int		 last_request;	/* the client said close: read no more */
 	struct evbuffer	*held;		/* for the upstream, until it is checked */
 	char		*pins[ICPT_MAX_PINS];	/* of the rule that opened it */
 	size_t		 npins;
@@ -280,6 +288,7 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 	size_t tlen = h->absolute_form ? strlen(h->origin_target) :
 	    h->target_len, plen = 0, qlen = 0;
 	char path[ICPT_PATH_MAX];
+	int ka_close = !h->keep_alive;	/* a refusal ends it when asked to */
 
 	memset(&ic->cur, 0, sizeof(ic->cur));
 	snprintf(ic->cur.method, sizeof(ic->cur.method), "%s", h->method);
@@ -289,7 +298,7 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 	if (!h->has_host || h->host_is_ip || strcmp(h->host, c->name) != 0 ||
 	    (h->host_port != 0 && h->host_port != c->dst_port) ||
 	    (h->has_authority && strcmp(h->authority, c->name) != 0)) {
-		refuse(ic, 421, "misdirected", "host-mismatch", NULL, 0);
+		refuse(ic, 421, "misdirected", "host-mismatch", NULL, ka_close);
 		return NULL;
 	}
 	if (h->is_connect) {
@@ -312,7 +321,7 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 	rq.headers = h->headers;
 	rq.nheaders = h->nheaders;
 	if ((rule = policy_match_request(c->pol, &rq)) == NULL) {
-		refuse(ic, 403, "denied", "no-matching-rule", NULL, 0);
+		refuse(ic, 403, "denied", "no-matching-rule", NULL, ka_close);
 		return NULL;
 	}
 	snprintf(ic->cur.rule, sizeof(ic->cur.rule), "%s", rule->label);
@@ -320,17 +329,18 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 	case ICPT_PASS:
 		break;
 	case ICPT_DENY:
-		refuse(ic, 403, "denied", "deny-rule", NULL, 0);
+		refuse(ic, 403, "denied", "deny-rule", NULL, ka_close);
 		return NULL;
 	case ICPT_INJECT:
 		/* XXX issue 6: the secret store; until then, fail closed. */
 		refuse(ic, 403, "denied", "injection-unavailable",
-		    "sluice: credential injection is not available yet", 0);
+		    "sluice: credential injection is not available yet",
+		    ka_close);
 		return NULL;
 	case ICPT_FORWARD:
 		/* XXX issue 7: forwarding with identity tokens. */
 		refuse(ic, 403, "denied", "forwarding-unavailable",
-		    "sluice: forwarding is not available yet", 0);
+		    "sluice: forwarding is not available yet", ka_close);
 		return NULL;
 	}
 	if (plen + 1 + qlen + 1 > target_len) {
@@ -399,13 +409,19 @@ static void up_write_cb(struct bufferevent *, void *);
 static void up_event_cb(struct bufferevent *, short, void *);
 
 /* Upstream failed before answering what was sent: tell the sandbox, end. */
+/*
+ * Upstream failed before answering what was sent: tell the sandbox why
+ * (detail, e.g. the certificate problem, may be NULL), end the connection.
+ */
 static void
-up_failed(struct icpt *ic, int status, const char *reason)
+up_failed(struct icpt *ic, int status, const char *reason, const char *detail)
 {
-	char *resp;
+	const char *rule = ic->cur.rule[0] ? ic->cur.rule : NULL;
+	char msg[256], *resp;
 	size_t len;
 
 	log_debug("icpt", "%p upstream failed: %s", (void *)ic->c, reason);
+	ic->fail_reason = reason;
 	if (ic->qn > 0) {
 		struct icpt_req *r = &ic->q[ic->qhead];
 
@@ -413,12 +429,14 @@ up_failed(struct icpt *ic, int status, const char *reason)
 		r->action = "error";
 		r->reason = reason;
 		audit_request(ic, r);
+		rule = NULL;
 		ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
 		ic->qn--;
 	}
+	snprintf(msg, sizeof(msg), "sluice: the upstream could not be reached "
+	    "safely%s%s", detail ? ": " : "", detail ? detail : "");
 	resp = deny_http(status, status == 504 ? "upstream-timeout" :
-	    "bad-gateway", NULL, reason, "sluice: the upstream could not be "
-	    "reached safely", &len);
+	    "bad-gateway", rule, reason, msg, &len);
 	if (resp != NULL) {
 		send_down(ic, resp, len);
 		free(resp);
@@ -463,25 +481,25 @@ up_open(struct icpt *ic, const struct intercept_rule *rule)
 		ic->up_state = UP_READY;
 		c->upstream_used = 1;
 		if (!pins_ok(ic)) {
-			up_failed(ic, 502, "upstream-pin-mismatch");
+			up_failed(ic, 502, "upstream-pin-mismatch", NULL);
 			return -1;
 		}
 		return 0;
 	}
 	if (tlsup_ctx(d->tls_up, rule->upstream_ca, &ctx, err, sizeof(err)) != 0) {
 		log_warnx("icpt", "%s", err);
-		up_failed(ic, 502, "upstream-ca-unavailable");
+		up_failed(ic, 502, "upstream-ca-unavailable", NULL);
 		return -1;
 	}
 	if (tlsup_ssl_new(ctx, c->name, 0, &ssl) != 0) {
-		up_failed(ic, 502, "upstream-tls-error");
+		up_failed(ic, 502, "upstream-tls-error", NULL);
 		return -1;
 	}
 	ic->up = bufferevent_openssl_socket_new(c->w->base, -1, ssl,
 	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
 	if (ic->up == NULL) {
 		SSL_free(ssl);
-		up_failed(ic, 502, "upstream-tls-error");
+		up_failed(ic, 502, "upstream-tls-error", NULL);
 		return -1;
 	}
 	bufferevent_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb, ic);
@@ -491,7 +509,7 @@ up_open(struct icpt *ic, const struct intercept_rule *rule)
 	ic->up_state = UP_CONNECTING;
 	if (bufferevent_socket_connect(ic->up, (struct sockaddr *)&ss,
 	    (int)len) != 0) {
-		up_failed(ic, 502, "upstream-unreachable");
+		up_failed(ic, 502, "upstream-unreachable", NULL);
 		return -1;
 	}
 	bufferevent_enable(ic->up, EV_READ | EV_WRITE);
@@ -516,11 +534,11 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 		/* Chain and name were verified in the handshake; the rest here. */
 		if (tlsup_check_peer(bufferevent_openssl_get_ssl(bev), NULL, 0,
 		    reason, sizeof(reason)) != 0) {
-			up_failed(ic, 502, "upstream-cert-invalid");
+			up_failed(ic, 502, "upstream-cert-invalid", reason);
 			return;
 		}
 		if (!pins_ok(ic)) {
-			up_failed(ic, 502, "upstream-pin-mismatch");
+			up_failed(ic, 502, "upstream-pin-mismatch", NULL);
 			return;
 		}
 		ic->up_state = UP_READY;
@@ -535,15 +553,17 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 		tlsup_handshake_reason(bufferevent_openssl_get_ssl(bev), e,
 		    reason, sizeof(reason));
 		log_info("icpt", "%s: %s", c->name, reason);
-		up_failed(ic, (what & BEV_EVENT_TIMEOUT) ? 504 : 502,
-		    (what & BEV_EVENT_TIMEOUT) ? "upstream-timeout" :
-		    strncmp(reason, "upstream-cert-invalid", 21) == 0 ?
-		    "upstream-cert-invalid" : "upstream-unreachable");
+		if (what & BEV_EVENT_TIMEOUT)
+			up_failed(ic, 504, "upstream-timeout", NULL);
+		else
+			up_failed(ic, 502, strncmp(reason, "upstream-cert-invalid",
+			    21) == 0 ? "upstream-cert-invalid" :
+			    "upstream-unreachable", reason);
 		return;
 	}
 	if (what & BEV_EVENT_TIMEOUT) {
 		if (ic->qn > 0) {
-			up_failed(ic, 504, "upstream-timeout");
+			up_failed(ic, 504, "upstream-timeout", NULL);
 			return;
 		}
 		conn_close(c, "idle-timeout");
@@ -565,7 +585,7 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 	ic->up = NULL;
 	ic->up_state = UP_NONE;
 	if (ic->qn > 0) {
-		up_failed(ic, 502, "upstream-closed");
+		up_failed(ic, 502, "upstream-closed", NULL);
 		return;
 	}
 	if (ic->closing || ic->resp_close) {
@@ -634,7 +654,8 @@ pump_responses(struct icpt *ic)
 		return;
 	in = bufferevent_get_input(ic->up);
 	out = bufferevent_get_output(ic->down);
-	while ((len = evbuffer_get_length(in)) > 0) {
+	/* A response whose head is read may end (or tunnel) without a byte. */
+	while ((len = evbuffer_get_length(in)) > 0 || ic->resp_open) {
 		if (evbuffer_get_length(out) > ICPT_HIGH) {
 			bufferevent_disable(ic->up, EV_READ);	/* the sandbox reads slowly */
 			return;
@@ -644,9 +665,24 @@ pump_responses(struct icpt *ic)
 			evbuffer_remove_buffer(in, out, len);
 			continue;
 		}
+		if (ic->qn == 0) {
+			/*
+			 * Nothing is owed to the client: an answer now is one it
+			 * never asked for (or one to a request cut short).  It is
+			 * not relayed, and the connection ends.
+			 */
+			evbuffer_drain(in, evbuffer_get_length(in));
+			ic->resp_close = 1;
+			ic->hold = 1;
+			ic->closing = 1;
+			maybe_finish(ic);
+			return;
+		}
 		len = evbuffer_get_contiguous_space(in);
-		data = evbuffer_pullup(in, (ssize_t)len);
+		data = len > 0 ? evbuffer_pullup(in, (ssize_t)len) : NULL;
 		ev = http_resps_feed(ic->resps, data, len, &used, &rh, &why);
+		ic->resp_open = ev == HTTP_RESP_HEAD || (ev == HTTP_RESP_NEED_MORE &&
+		    ic->resp_open);
 		r = ic->qn > 0 ? &ic->q[ic->qhead] : NULL;
 		switch (ev) {
 		case HTTP_RESP_NEED_MORE:	/* body bytes, as they are */
@@ -654,11 +690,14 @@ pump_responses(struct icpt *ic)
 			if (r != NULL)
 				r->bytes_down += used;
 			evbuffer_remove_buffer(in, out, used);
+			if (used == 0)
+				return;		/* more is to come */
 			break;
 		case HTTP_RESP_HEAD:
 			ic->from_upstream += used;
 			evbuffer_drain(in, used);
 			send_down(ic, rh->out, rh->out_len);
+			ic->resp_info = rh->informational;
 			if (!rh->informational) {
 				if (r != NULL)
 					r->status = (int)rh->status;
@@ -672,7 +711,7 @@ pump_responses(struct icpt *ic)
 			if (r != NULL)
 				r->bytes_down += used;
 			evbuffer_remove_buffer(in, out, used);
-			if (r == NULL || http_resps_pending(ic->resps) == ic->qn)
+			if (r == NULL || ic->resp_info)
 				break;		/* an informational answer ended */
 			if (r->upgrade) {
 				/* Refused by upstream: HTTP goes on as before. */
@@ -684,12 +723,16 @@ pump_responses(struct icpt *ic)
 			audit_request(ic, r);
 			ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
 			ic->qn--;
-			if (ic->resp_close) {
+			if (ic->refusal != NULL && ic->qn == 0) {
+				release_refusal(ic);	/* it was waiting for this */
+				if (ic->c->state == CS_CLOSED || ic->closing)
+					return;
+			}
+			if (ic->resp_close || r->close) {
 				ic->closing = 1;
 				maybe_finish(ic);
 				return;
 			}
-			release_refusal(ic);
 			if (ic->c->state == CS_CLOSED)
 				return;
 			if (!ic->hold)
@@ -698,7 +741,7 @@ pump_responses(struct icpt *ic)
 		case HTTP_RESP_TUNNEL:
 			/* 101: from here on both sides are one byte stream. */
 			if (r == NULL || !r->upgrade) {
-				up_failed(ic, 502, "upstream-malformed");
+				up_failed(ic, 502, "upstream-malformed", NULL);
 				return;
 			}
 			if (r != NULL) {
@@ -714,7 +757,7 @@ pump_responses(struct icpt *ic)
 			log_info("icpt", "%s: malformed answer: %s", ic->c->name,
 			    why != NULL ? why : "?");
 			evbuffer_drain(in, evbuffer_get_length(in));
-			up_failed(ic, 502, "upstream-malformed");
+			up_failed(ic, 502, "upstream-malformed", NULL);
 			return;
 		}
 		if (ic->c->state == CS_CLOSED)
@@ -756,7 +799,8 @@ forward_head(struct icpt *ic, const struct http_head *h,
 		if (up_open(ic, rule) != 0) {
 			ic->cur.status = 502;	/* up_open answered it */
 			ic->cur.action = "error";
-			ic->cur.reason = "upstream-failed";
+			ic->cur.reason = ic->fail_reason ? ic->fail_reason :
+			    "upstream-failed";
 			audit_request(ic, &ic->cur);
 			return -1;
 		}
@@ -782,6 +826,8 @@ forward_head(struct icpt *ic, const struct http_head *h,
 	evbuffer_add(up_out(ic), buf, (size_t)n);
 	free(buf);
 	ic->cur.upgrade = h->upgrade;
+	ic->cur.close = !h->keep_alive;
+	ic->last_request = ic->cur.close;
 	ic->q[(ic->qhead + ic->qn) % ICPT_MAX_PENDING] = ic->cur;
 	ic->qn++;
 	ic->upgrade_sent = h->upgrade;
@@ -808,7 +854,7 @@ pump_requests(struct icpt *ic)
 	 * bodiless request's END comes without a byte.
 	 */
 	while (!ic->hold && ((len = evbuffer_get_length(in)) > 0 ||
-	    ic->body != BODY_NONE)) {
+	    ic->body != BODY_NONE || ic->expect_tunnel)) {
 		if (ic->up != NULL && up_queued(ic) > ICPT_HIGH)
 			return;		/* up_write_cb resumes */
 		len = evbuffer_get_contiguous_space(in);
@@ -826,8 +872,11 @@ pump_requests(struct icpt *ic)
 				evbuffer_remove_buffer(in, up_out(ic), used);
 			} else
 				evbuffer_drain(in, used);
-			if (ev == HTTP_EV_END)
+			if (ev == HTTP_EV_END) {
 				ic->body = BODY_NONE;
+				if (ic->last_request && !ic->expect_tunnel)
+					ic->hold = 1;	/* it said close */
+			}
 			if (ev == HTTP_EV_NEED_MORE && used == 0)
 				return;
 			break;
@@ -838,6 +887,8 @@ pump_requests(struct icpt *ic)
 				conn_close(ic->c, "out-of-memory");
 				return;
 			}
+			ic->expect_tunnel = h->upgrade || h->is_connect;
+			ic->upgrade_sent = 0;
 			rule = judge(ic, h, target, ICPT_PATH_MAX * 2);
 			if (rule != NULL && forward_head(ic, h, rule, target) == 0)
 				ic->body = BODY_FORWARD;
@@ -846,18 +897,41 @@ pump_requests(struct icpt *ic)
 			free(target);
 			break;
 		case HTTP_EV_TUNNEL:
+			ic->expect_tunnel = 0;
 			/* After a passed upgrade: wait for upstream's answer. */
-			if (ic->upgrade_sent && ic->body != BODY_DISCARD) {
+			if (ic->upgrade_sent) {
 				ic->hold = 1;
 				bufferevent_disable(ic->down, EV_READ);
 				return;
 			}
-			/* A refused upgrade: the bytes after it are not ours. */
-			ic->hold = 1;
-			ic->closing = 1;
-			maybe_finish(ic);
-			return;
+			/*
+			 * We refused the upgrade: the connection stays HTTP (bytes
+			 * the client sent optimistically will not parse as such).
+			 */
+			if (http_reqs_upgrade_refused(ic->reqs) != 0 ||
+			    ic->last_request) {
+				ic->hold = 1;
+				ic->closing = 1;
+				maybe_finish(ic);
+				return;
+			}
+			break;
 		case HTTP_EV_INVALID:
+			if (ic->body == BODY_FORWARD && ic->qn > 0) {
+				/*
+				 * Upstream holds a cut request: it is never to be
+				 * answered to the client, nor the connection kept.
+				 */
+				struct icpt_req *bad = &ic->q[(ic->qhead +
+				    ic->qn - 1) % ICPT_MAX_PENDING];
+
+				bad->action = "incomplete";
+				bad->reason = "client-malformed";
+				audit_request(ic, bad);
+				ic->qn--;
+				ic->resp_close = 1;
+			}
+			ic->body = BODY_NONE;
 			memset(&ic->cur, 0, sizeof(ic->cur));
 			ic->cur.start_ms = now_ms();
 			snprintf(ic->cur.method, sizeof(ic->cur.method), "-");
@@ -880,6 +954,8 @@ down_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct icpt *ic = arg;
 
+	if (ic->starting)
+		return;		/* icpt_start reads when it is done */
 	touch(ic);
 	if (ic->phase == IC_TUNNEL) {
 		tunnel_down_to_up(ic);
@@ -894,6 +970,8 @@ down_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct icpt *ic = arg;
 
+	if (ic->starting)
+		return;
 	if (ic->closing) {
 		maybe_finish(ic);
 		return;
@@ -910,13 +988,19 @@ down_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct conn *c = ic->c;
 	const struct config *cfg = worker_config(c->w);
 
+	if (ic->starting) {
+		ic->start_events |= what;	/* icpt_start handles them */
+		return;
+	}
 	touch(ic);
 	if (what & BEV_EVENT_CONNECTED) {
 		ic->phase = IC_REQUESTS;
 		evtimer_del(c->timer);
 		conn_arm_timer(c, cfg->timeouts.idle);
 		pump_requests(ic);
-		return;
+		what &= ~BEV_EVENT_CONNECTED;
+		if (what == 0 || c->state == CS_CLOSED)
+			return;
 	}
 	if (ic->phase == IC_HANDSHAKE) {
 		unsigned long e = bufferevent_get_openssl_error(bev);
@@ -1058,14 +1142,24 @@ icpt_start(struct conn *c)
 		c->upport = 443;	/* the same server, over TLS */
 		c->updst = c->dst;
 	}
+	conn_set_state(c, CS_ICPT);
+	/*
+	 * Enabling may run the handshake on the peeked bytes at once, and a
+	 * failed one would close c under us: events wait until we are done.
+	 */
+	ic->starting = 1;
 	bufferevent_setcb(ic->down, down_read_cb, down_write_cb, down_event_cb,
 	    ic);
 	bufferevent_setwatermark(ic->down, EV_WRITE, ICPT_HIGH / 2, 0);
 	bufferevent_enable(ic->down, EV_READ | EV_WRITE);
-	conn_set_state(c, CS_ICPT);
 	/* What was peeked is in already, and no more may come: start now. */
 	bufferevent_trigger(tls ? bufferevent_get_underlying(ic->down) :
 	    ic->down, EV_READ, BEV_TRIG_IGNORE_WATERMARKS);
+	ic->starting = 0;
+	if (ic->start_events != 0)
+		down_event_cb(ic->down, ic->start_events, ic);	/* may close c */
+	else if (!tls)
+		down_read_cb(ic->down, ic);
 }
 
 void

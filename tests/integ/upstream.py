@@ -17,10 +17,30 @@ per listener, each connection in its own thread):
              SO_ORIGINAL_DST (proves the nftables redirect), then closes
     udpecho  UDP: answers "udp via LOCALPORT <data>"
   HTTP answers "hello from NAME\\n" (header X-Upstream: NAME); a request for
-  /big?n=BYTES answers that many bytes, /slow?ms=N waits first.
+  /big?n=BYTES answers that many bytes, /slow?ms=N waits first, and
+    /rand?n=BYTES[&seed=S][&chunked=1]  that many pseudo-random bytes (the
+        same for the same seed), their SHA-256 in X-Body-SHA256, chunked
+        on request
+    /echo-headers, /upload  JSON {method, path, headers (as received, in
+        order), sha256 and bytes of the body, chunked}; /upload?wait_ms=N
+        waits N ms before it reads the body; with ?hop=1 the
+        answer carries hop-by-hop headers (Connection: X-Resp-Hop,
+        X-Resp-Hop, Keep-Alive, Proxy-Authenticate, Upgrade: h2c) and
+        X-Resp-Ordinary: kept
+    /bad-response?kind=K  a malformed answer, then the end of the
+        connection: K is dupcl (two Content-Lengths), clte (both),
+        fold (obs-fold), lf (bare LF), status (4 digits), nul (NUL in a
+        header), extra (a second, unsolicited answer with body "smuggled")
+    /ws with Upgrade: websocket  101, then a WebSocket echo (RFC 6455:
+        text and binary frames echoed, ping answered, close returned);
+        /ws without the upgrade: 400
+  Request bodies are read as framed: Content-Length or chunked (any
+  method); "Expect: 100-continue" is answered with 100 first.
   Each server keeps a state file DIR/NAME.json, rewritten atomically on every
   event: accepted (TCP accepts), handshakes, tls_errors, sni (list, "" for
-  none), requests (list of {method, path, host}), bytes, datagrams.
+  none), requests (list of {method, path, host, headers ([name, value] as
+  received), body_sha256, body_bytes, chunked}), bytes, datagrams,
+  ws_frames (WebSocket data frames echoed).
 
 Checks:
   upstream.py snapshot DIR > SNAP
@@ -29,6 +49,8 @@ Checks:
       tls_errors, bytes, datagrams, requests (counts); hosts, paths, sni
       (comma-separated lists of the new entries, "-" for no SNI).  NAME "*"
       means every server (e.g. "*.accepted=0").
+  upstream.py requests DIR SNAP NAME
+      the requests server NAME recorded since SNAP, as one JSON list
   upstream.py audit FILE OFFSET [--timeout S] --expect 'k=v ...' [--expect ...]
       waits until, among the records after line OFFSET of the JSON Lines
       file, each --expect is matched by a distinct record (values compared as
@@ -45,6 +67,26 @@ Clients (print what happened, one fact a line; exit 0 unless misused):
       half-closes after sending), parses what came back as HTTP responses:
       "N: status=CODE upstream=NAME body=REPR" each, then "trailing REPR"
       for bytes that are no response, then eof | reset | timeout
+      With --tls-name N --ca F the bytes go over TLS (SNI N, verified by
+      F, ALPN http/1.1); --responses K stops reading once K responses are
+      complete and --linger S (0.3) passed without the end ("open");
+      --json prints {"n","status","headers","body"} per response, then
+      {"trailing"} and {"end"}.  1xx (but 101), 204 and 304 have no body;
+      after a 101 the rest is trailing.  --batch FILE instead of --send:
+      one exchange per line "ID<TAB>S" of FILE, all at once (a thread
+      each), JSON lines with "id" added.
+  upstream.py ws ADDR:PORT --tls-name N --ca F [--path P] [--host H]
+                 [--msg TEXT]... [--big BYTES]
+      a WebSocket upgrade over TLS, then each message as a masked text
+      frame (--big: one more of that size), each echo awaited; prints
+      "status=CODE", "accept=ok|bad ...", "N: echo len=L" or "N: ...",
+      "close op=8"; for another status "body=REPR", "then eof|data|..."
+  upstream.py watch ADDR:PORT --tls-name N --ca F --ready FILE --go FILE
+                    [--path P] [--hold S]
+      an HTTPS connection held open (GET P/first, then FILE ready; GET
+      P/again each time FILE go appears, go.done after); prints "first
+      STATUS", "again STATUS" and, when the peer closes it, "closed
+      eof|reset|tls-error|data EPOCH"
   upstream.py hello ADDR:PORT [--sni N] [--alpn P,...] [--pad BYTES]
                    [--cut BYTES] [--wait S] [--timeout S]
       sends a ClientHello built here (TLS 1.3 style, one record; --pad adds
@@ -91,8 +133,10 @@ Clients (print what happened, one fact a line; exit 0 unless misused):
 """
 
 import argparse
+import base64
 import codecs
 import errno
+import hashlib
 import json
 import os
 import re
@@ -131,7 +175,7 @@ class State:
         self.lock = threading.Lock()
         self.d = {"name": name, "kind": kind, "accepted": 0, "handshakes": 0,
                   "tls_errors": 0, "sni": [], "requests": [], "bytes": 0,
-                  "datagrams": 0}
+                  "datagrams": 0, "ws_frames": 0}
         self.write()
 
     def write(self):
@@ -222,28 +266,146 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         pass
 
+    def _read_body(self):
+        """Reads the request body as framed (Content-Length or chunked,
+        extensions and trailers skipped); returns (SHA-256 hex, bytes,
+        chunked)."""
+        h = hashlib.sha256()
+        n = 0
+        te = self.headers.get("Transfer-Encoding", "")
+        if te.replace(" ", "").lower().endswith("chunked"):
+            while True:
+                line = self.rfile.readline(65537)
+                if not line:
+                    raise ConnectionError("eof in chunked body")
+                size = int(line.split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                left = size
+                while left:
+                    b = self.rfile.read(min(left, 65536))
+                    if not b:
+                        raise ConnectionError("eof in chunk")
+                    h.update(b)
+                    left -= len(b)
+                n += size
+                self.rfile.readline(3)
+            return h.hexdigest(), n, True
+        left = int(self.headers.get("Content-Length") or 0)
+        while left:
+            b = self.rfile.read(min(left, 65536))
+            if not b:
+                raise ConnectionError("eof in body")
+            h.update(b)
+            n += len(b)
+            left -= len(b)
+        return h.hexdigest(), n, False
+
+    def _send(self, status, body, ctype="text/plain", extra=(), chunked=False,
+              body_wanted=True):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Upstream", self.server.name)
+        for k, v in extra:
+            self.send_header(k, v)
+        self.end_headers()
+        if not body_wanted:
+            return
+        if not chunked:
+            self.wfile.write(body)
+            return
+        for i in range(0, len(body), 65536):
+            part = body[i:i + 65536]
+            self.wfile.write(b"%x\r\n" % len(part) + part + b"\r\n")
+        self.wfile.write(b"0\r\n\r\n")
+
     def _answer(self, body_wanted=True):
         st = self.server.state
-        st.append("requests", {"method": self.command, "path": self.path,
-                               "host": self.headers.get("Host", "")})
-        n = int(self.headers.get("Content-Length") or 0)
-        if n:
-            self.rfile.read(n)
         u = urllib.parse.urlsplit(self.path)
         q = urllib.parse.parse_qs(u.query)
+        if u.path == "/upload" and "wait_ms" in q:
+            # the body waits in the relay: its buffers fill up
+            time.sleep(int(q["wait_ms"][0]) / 1000.0)
+        digest, nbody, chunked = self._read_body()
+        headers = [[k, v] for k, v in self.headers.items()]
+        st.append("requests", {"method": self.command, "path": self.path,
+                               "host": self.headers.get("Host", ""),
+                               "headers": headers, "body_sha256": digest,
+                               "body_bytes": nbody, "chunked": chunked})
         if u.path == "/slow":
             time.sleep(int(q.get("ms", ["1000"])[0]) / 1000.0)
+        if u.path == "/ws" and self.headers.get("Upgrade", "").lower() == "websocket":
+            self._websocket()
+            return
+        if u.path == "/bad-response":
+            self.wfile.write(BAD_RESPONSES[q.get("kind", ["dupcl"])[0]])
+            self.close_connection = True
+            return
+        extra, ctype, chunked_out = [], "text/plain", False
         if u.path == "/big":
             body = b"x" * int(q.get("n", ["1048576"])[0])
+        elif u.path == "/rand":
+            # deterministic bytes; the header lets a client check them
+            import random
+            body = random.Random(q.get("seed", ["1"])[0]).randbytes(
+                int(q.get("n", ["1048576"])[0]))
+            extra.append(("X-Body-SHA256", hashlib.sha256(body).hexdigest()))
+            chunked_out = q.get("chunked", ["0"])[0] == "1"
+        elif u.path == "/echo-headers" or u.path == "/upload":
+            body = (json.dumps({"method": self.command, "path": self.path,
+                                "headers": headers, "sha256": digest,
+                                "bytes": nbody, "chunked": chunked}) +
+                    "\n").encode()
+            ctype = "application/json"
+            if q.get("hop", ["0"])[0] == "1":
+                # hop-by-hop response headers a relay must not pass on
+                extra += [("Connection", "X-Resp-Hop"),
+                          ("X-Resp-Hop", "dropped"),
+                          ("Keep-Alive", "timeout=5, max=100"),
+                          ("Proxy-Authenticate", "Basic realm=\"up\""),
+                          ("Upgrade", "h2c"),
+                          ("X-Resp-Ordinary", "kept")]
+        elif u.path == "/ws":
+            self._send(400, b"not a websocket upgrade\n", body_wanted=body_wanted)
+            return
         else:
             body = ("hello from %s\n" % self.server.name).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-Upstream", self.server.name)
+        self._send(200, body, ctype, extra, chunked_out, body_wanted)
+
+    def _websocket(self):
+        """A minimal RFC 6455 server: accepts, echoes text and binary
+        frames (unmasked, same opcode), answers ping and close."""
+        key = self.headers.get("Sec-WebSocket-Key", "")
+        accept = base64.b64encode(hashlib.sha1(
+            (key + WS_GUID).encode()).digest()).decode()
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept)
         self.end_headers()
-        if body_wanted:
-            self.wfile.write(body)
+        self.wfile.flush()
+        self.close_connection = True
+        st = self.server.state
+        while True:
+            try:
+                op, payload = ws_read_frame(self.rfile, masked=True)
+            except (ConnectionError, OSError, ValueError):
+                return
+            if op == 8:
+                self.wfile.write(ws_frame(8, payload[:2]))
+                return
+            if op == 9:
+                self.wfile.write(ws_frame(10, payload))
+                continue
+            if op in (0, 1, 2):
+                st.bump("ws_frames")
+                self.wfile.write(ws_frame(op, payload))
 
     def do_GET(self):
         self._answer()
@@ -254,8 +416,71 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
     def do_PUT(self):
         self._answer()
 
+    def do_DELETE(self):
+        self._answer()
+
+    def do_PATCH(self):
+        self._answer()
+
     def do_HEAD(self):
         self._answer(False)
+
+
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+# /bad-response?kind=K: answers a relay must not pass on as they are
+BAD_RESPONSES = {
+    "dupcl": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello!!",
+    "clte": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n"
+            b"\r\n5\r\nhello\r\n0\r\n\r\n",
+    "fold": b"HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 5\r\n\r\nhello",
+    "lf": b"HTTP/1.1 200 OK\nContent-Length: 5\n\nhello",
+    "status": b"HTTP/1.1 2000 OK\r\nContent-Length: 5\r\n\r\nhello",
+    "nul": b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 5\r\n\r\nhello",
+    # a second answer nobody asked for
+    "extra": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+             b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled",
+}
+
+
+def ws_frame(op, payload, mask=False):
+    """One final frame; masked (as a client sends) when mask is set."""
+    n = len(payload)
+    head = bytes([0x80 | op])
+    mbit = 0x80 if mask else 0
+    if n < 126:
+        head += bytes([mbit | n])
+    elif n < 65536:
+        head += bytes([mbit | 126]) + struct.pack("!H", n)
+    else:
+        head += bytes([mbit | 127]) + struct.pack("!Q", n)
+    if not mask:
+        return head + payload
+    key = os.urandom(4)
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+def ws_read_frame(f, masked):
+    """(opcode, payload) of the next frame from a binary file; a frame
+    whose mask bit is not as expected is a ValueError."""
+    def need(n):
+        b = f.read(n)
+        if len(b) < n:
+            raise ConnectionError("eof")
+        return b
+    b0, b1 = need(2)
+    n = b1 & 0x7F
+    if bool(b1 & 0x80) != masked:
+        raise ValueError("mask bit %d" % (b1 >> 7))
+    if n == 126:
+        n = struct.unpack("!H", need(2))[0]
+    elif n == 127:
+        n = struct.unpack("!Q", need(8))[0]
+    key = need(4) if masked else None
+    payload = need(n) if n else b""
+    if key:
+        payload = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+    return b0 & 0x0F, payload
 
 
 class EchoHandler(socketserver.BaseRequestHandler):
@@ -417,6 +642,19 @@ def cmd_expect(a):
     return 0
 
 
+def cmd_requests(a):
+    """The requests server NAME recorded since SNAP, as a JSON list."""
+    now = load_states(a.dir).get(a.name)
+    with open(a.snap) as f:
+        before = json.load(f).get(a.name) or {}
+    if now is None:
+        print("upstream: %s: no such upstream" % a.name, file=sys.stderr)
+        return 1
+    json.dump(now["requests"][len(before.get("requests", [])):], sys.stdout)
+    print()
+    return 0
+
+
 def jtext(v):
     if v is None:
         return "null"
@@ -567,7 +805,12 @@ def parse_responses(data):
             k, _, v = h.partition(":")
             hdrs[k.strip().lower()] = v.strip()
         rest = data[end + 4:]
-        if "content-length" in hdrs:
+        if status == 101:
+            out.append((status, hdrs, b""))
+            return out, rest
+        if 100 <= status < 200 or status in (204, 304):
+            body, data = b"", rest
+        elif "content-length" in hdrs:
             n = int(hdrs["content-length"])
             if len(rest) < n:
                 break
@@ -604,31 +847,200 @@ def read_all(s):
         return got, classify(e)
 
 
-def cmd_raw(a):
+def tls_wrap(s, name, ca):
+    """s wrapped in TLS to name, verified against ca, ALPN http/1.1."""
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx.wrap_socket(s, server_hostname=name)
+
+
+def read_responses(s, want, linger):
+    """Reads until end of stream, or until want responses (0: no limit)
+    are complete and then linger seconds passed without the end; returns
+    (bytes, how it ended: eof | reset | timeout | open | error ...)."""
+    got = b""
+    try:
+        while True:
+            if want and len(parse_responses(got)[0]) >= want:
+                s.settimeout(linger)
+                try:
+                    b = s.recv(65536)
+                except socket.timeout:
+                    return got, "open"
+            else:
+                b = s.recv(65536)
+            if not b:
+                return got, "eof"
+            got += b
+    except ssl.SSLError as e:
+        return got, "tls-error %s" % e.reason
+    except OSError as e:
+        return got, classify(e)
+
+
+def raw_one(a, send, out):
+    """One raw exchange (see cmd_raw); each line of output goes to out()."""
     try:
         s = connect(a.addr, a.timeout)
+        if a.tls_name:
+            s = tls_wrap(s, a.tls_name, a.ca)
     except OSError as e:
-        print(classify(e))
-        return 0
-    print("connected")
+        out({"end": classify(e)} if a.json else classify(e))
+        return
+    if not a.json:
+        out("connected")
     end = None
     try:
         if a.wait:
             time.sleep(a.wait)
-        s.sendall(unescape(a.send))
-        if a.close:
+        s.sendall(unescape(send))
+        if a.close and not a.tls_name:
             s.shutdown(socket.SHUT_WR)
     except OSError as e:
         end = classify(e)
-    got, how = read_all(s)
+    got, how = read_responses(s, a.responses, a.linger)
     resps, rest = parse_responses(got)
     for i, (status, hdrs, body) in enumerate(resps, 1):
-        print("%d: status=%d upstream=%s body=%r" % (
-            i, status, hdrs.get("x-upstream", "-"), body))
+        if a.json:
+            out({"n": i, "status": status, "headers": hdrs,
+                 "body": body.decode("latin-1")})
+        else:
+            out("%d: status=%d upstream=%s body=%r" % (
+                i, status, hdrs.get("x-upstream", "-"), body))
     if rest:
-        print("trailing %r" % rest)
-    print(end or how)
+        out({"trailing": rest.decode("latin-1")} if a.json else
+            "trailing %r" % rest)
+    out({"end": end or how} if a.json else end or how)
     s.close()
+
+
+def cmd_raw(a):
+    if not a.batch:
+        if a.send is None:
+            print("upstream.py raw: --send or --batch", file=sys.stderr)
+            return 2
+        raw_one(a, a.send, lambda x: print(json.dumps(x) if a.json else x))
+        return 0
+    # --batch: one exchange a line ("ID<TAB>SEND"), all at once, each in
+    # its own thread; output lines are JSON with "id" (--json implied)
+    a.json = True
+    lock = threading.Lock()
+    threads = []
+    with open(a.batch) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            ident, _, send = line.partition("\t")
+
+            def out(x, ident=ident):
+                x = dict(x, id=ident)
+                with lock:
+                    print(json.dumps(x), flush=True)
+            t = threading.Thread(target=raw_one, args=(a, send, out))
+            t.start()
+            threads.append(t)
+    for t in threads:
+        t.join()
+    return 0
+
+
+def cmd_ws(a):
+    """A WebSocket client over TLS: the upgrade, then each --msg as a
+    masked text frame (and --big BYTES as one more), each echo awaited."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    try:
+        s = tls_wrap(connect(a.addr, a.timeout), a.tls_name, a.ca)
+    except OSError as e:
+        print("connect " + classify(e))
+        return 0
+    f = s.makefile("rb")
+    s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\n"
+               "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+               "Sec-WebSocket-Key: %s\r\n\r\n" % (
+                   a.path, a.host or a.tls_name, key)).encode())
+    try:
+        status, hdrs, body = read_response(f, a.timeout)
+    except (OSError, ValueError) as e:
+        print("status error %s" % e)
+        return 0
+    if status is None:
+        print("status eof")
+        return 0
+    print("status=%d" % status)
+    if status != 101:
+        print("body=%r" % body)
+        try:
+            print("then " + ("eof" if s.recv(1) == b"" else "data"))
+        except OSError as e:
+            print("then " + classify(e))
+        return 0
+    want = base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
+    print("accept=%s" % ("ok" if hdrs.get("sec-websocket-accept") == want else
+                         "bad %r" % hdrs.get("sec-websocket-accept")))
+    msgs = [m.encode() for m in a.msg]
+    if a.big:
+        msgs.append(bytes(0x41 + i % 26 for i in range(a.big)))
+    for i, m in enumerate(msgs, 1):
+        try:
+            s.sendall(ws_frame(1, m, mask=True))
+            op, payload = ws_read_frame(f, masked=False)
+        except (OSError, ValueError) as e:
+            print("%d: %s" % (i, classify(e) if isinstance(e, OSError) else e))
+            return 0
+        print("%d: %s len=%d" % (i, "echo" if (op, payload) == (1, m) else
+                                 "bad op=%d %r" % (op, payload[:40]), len(payload)))
+    try:
+        s.sendall(ws_frame(8, struct.pack("!H", 1000), mask=True))
+        op, payload = ws_read_frame(f, masked=False)
+        print("close op=%d" % op)
+    except (OSError, ValueError) as e:
+        print("close %s" % e)
+    s.close()
+    return 0
+
+
+def cmd_watch(a):
+    """An HTTPS connection held open: GET PATH/first, then the file READY;
+    each time the file GO appears, GET PATH/again on the same connection
+    (GO is removed, GO.done created); when the peer closes the
+    connection, "closed eof|reset|tls-error TIME" and the end.  Prints
+    "first STATUS", "again STATUS" (or eof, error ...)."""
+    def get(what):
+        s.sendall(("GET %s/%s HTTP/1.1\r\nHost: %s\r\n\r\n" % (
+            a.path, what, a.tls_name)).encode())
+        status, hdrs, body = read_response(f, a.timeout)
+        return "eof" if status is None else str(status)
+    try:
+        s = tls_wrap(connect(a.addr, a.timeout), a.tls_name, a.ca)
+        f = s.makefile("rb")
+        print("first " + get("first"), flush=True)
+    except (OSError, ValueError) as e:
+        print("first error %s" % e, flush=True)
+        return 0
+    open(a.ready, "w").close()
+    deadline = time.time() + a.hold
+    while time.time() < deadline:
+        if os.path.exists(a.go):
+            os.unlink(a.go)
+            try:
+                print("again " + get("again"), flush=True)
+            except (OSError, ValueError) as e:
+                print("again error %s" % e, flush=True)
+            open(a.go + ".done", "w").close()
+            continue
+        if s.pending() or select.select([s], [], [], 0.02)[0]:
+            try:
+                how = "data" if s.recv(1) else "eof"
+            except ssl.SSLError:
+                how = "tls-error"
+            except ConnectionResetError:
+                how = "reset"
+            except OSError:
+                how = "error"
+            print("closed %s %.6f" % (how, time.time()), flush=True)
+            return 0
+    print("closed timeout", flush=True)
     return 0
 
 
@@ -718,7 +1130,7 @@ def cmd_hello(a):
     return 0
 
 
-def read_response(f):
+def read_response(f, timeout=None):
     line = f.readline()
     if not line:
         return None, None, b""
@@ -730,7 +1142,9 @@ def read_response(f):
             break
         k, _, v = h.decode("latin-1").partition(":")
         hdrs[k.strip().lower()] = v.strip()
-    if "content-length" in hdrs:
+    if 100 <= status < 200 or status in (204, 304):
+        body = b""
+    elif "content-length" in hdrs:
         body = f.read(int(hdrs["content-length"]))
     elif hdrs.get("transfer-encoding", "").lower() == "chunked":
         body = b""
@@ -1158,6 +1572,11 @@ def main():
     s.add_argument("snap")
     s.add_argument("expr", nargs="+")
     s.set_defaults(fn=cmd_expect)
+    s = sub.add_parser("requests")
+    s.add_argument("dir")
+    s.add_argument("snap")
+    s.add_argument("name")
+    s.set_defaults(fn=cmd_requests)
     s = sub.add_parser("audit")
     s.add_argument("file")
     s.add_argument("offset", type=int)
@@ -1172,11 +1591,37 @@ def main():
     s.set_defaults(fn=cmd_tcp)
     s = sub.add_parser("raw")
     s.add_argument("addr")
-    s.add_argument("--send", required=True)
+    s.add_argument("--send")
+    s.add_argument("--batch")
     s.add_argument("--wait", type=float, default=0)
     s.add_argument("--close", action="store_true")
     s.add_argument("--timeout", type=float, default=5)
+    s.add_argument("--tls-name")
+    s.add_argument("--ca")
+    s.add_argument("--responses", type=int, default=0)
+    s.add_argument("--linger", type=float, default=0.3)
+    s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_raw)
+    s = sub.add_parser("ws")
+    s.add_argument("addr")
+    s.add_argument("--tls-name", required=True)
+    s.add_argument("--ca", required=True)
+    s.add_argument("--path", default="/ws")
+    s.add_argument("--host")
+    s.add_argument("--msg", action="append", default=[])
+    s.add_argument("--big", type=int, default=0)
+    s.add_argument("--timeout", type=float, default=5)
+    s.set_defaults(fn=cmd_ws)
+    s = sub.add_parser("watch")
+    s.add_argument("addr")
+    s.add_argument("--tls-name", required=True)
+    s.add_argument("--ca", required=True)
+    s.add_argument("--path", default="/watch")
+    s.add_argument("--ready", required=True)
+    s.add_argument("--go", required=True)
+    s.add_argument("--hold", type=float, default=60)
+    s.add_argument("--timeout", type=float, default=5)
+    s.set_defaults(fn=cmd_watch)
     s = sub.add_parser("hello")
     s.add_argument("addr")
     s.add_argument("--sni")
