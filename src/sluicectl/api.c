@@ -123,6 +123,21 @@ api_json(const struct ctl *ctl, const struct cmd *c, const char *method,
 }
 
 int
+api_view(struct ctl *ctl, const struct cmd *c, int argc, char **argv,
+    const char *target, json_t **ans)
+{
+	json_t *v = NULL;
+	int rc, first;
+
+	if ((rc = cmd_args(ctl, c, argc, argv, 0, 0, &first)) != CMD_GO ||
+	    (rc = api_json(ctl, c, "GET", target, NULL, &v)) != EXIT_OK ||
+	    json_answered(ctl, v, &rc))
+		return rc;
+	*ans = v;
+	return CMD_GO;
+}
+
+int
 api_target(char *buf, size_t len, const char *prefix, const char *seg,
     const char *suffix)
 {

@@ -26,6 +26,16 @@ int	api_json(const struct ctl *ctl, const struct cmd *c, const char *method,
 	    const char *target, const json_t *body, json_t **out);
 
 /*
+ * The start of a command that shows what GET target answers: parses the
+ * command's arguments (none but --json and --help), asks the daemon and,
+ * with --json, prints the answer as it is.  Returns CMD_GO with *ans (a
+ * new reference) when the caller should format it, else the exit status
+ * to return now.
+ */
+int	api_view(struct ctl *ctl, const struct cmd *c, int argc, char **argv,
+	    const char *target, json_t **ans);
+
+/*
  * Writes prefix, seg percent-encoded as one path segment, and suffix to
  * buf.  Returns 0, or SL_ERR_TOO_BIG when it does not fit in len.
  */

@@ -120,14 +120,10 @@ cmd_policy_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	json_t *ans = NULL;
 	struct table t;
 	size_t i;
-	int rc, first;
+	int rc;
 
-	if ((rc = cmd_args(ctl, c, argc, argv, 0, 0, &first)) != CMD_GO)
-		return rc;
-	if ((rc = api_json(ctl, c, "GET", "/v1/policies", NULL, &ans)) !=
-	    EXIT_OK)
-		return rc;
-	if (json_answered(ctl, ans, &rc))
+	if ((rc = api_view(ctl, c, argc, argv, "/v1/policies", &ans)) !=
+	    CMD_GO)
 		return rc;
 	table_init(&t, 5);
 	t.right = 1u << 1 | 1u << 2 | 1u << 3;
@@ -144,12 +140,7 @@ cmd_policy_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 		add_count(&t, json_object_get(p, "intercepts"));
 		table_addj(&t, json_object_get(p, "file"), ",");
 	}
-	rc = EXIT_OK;
-	if (table_print(&t, stdout) != 0) {
-		cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
-		rc = EXIT_FAIL;
-	}
-	table_free(&t);
+	rc = table_show(&t, c);
 	json_decref(ans);
 	return rc;
 }

@@ -33,7 +33,6 @@ print_sandbox(const struct cmd *c, const json_t *sb)
 {
 	const json_t *ca = json_object_get(sb, "ca");
 	struct table t;
-	int rc = EXIT_OK;
 
 	table_init(&t, 2);
 	table_add(&t, "id:");
@@ -65,12 +64,7 @@ print_sandbox(const struct cmd *c, const json_t *sb)
 	table_addj(&t, json_object_get(ca, "not_after"), ", ");
 	table_add(&t, "ca name constraints:");
 	table_addj(&t, json_object_get(ca, "name_constraints"), ", ");
-	if (table_print(&t, stdout) != 0) {
-		cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
-		rc = EXIT_FAIL;
-	}
-	table_free(&t);
-	return rc;
+	return table_show(&t, c);
 }
 
 /* Prints a sandbox the daemon answered with, as asked. */
@@ -201,14 +195,10 @@ cmd_sandbox_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	json_t *ans = NULL;
 	struct table t;
 	size_t i;
-	int rc, first;
+	int rc;
 
-	if ((rc = cmd_args(ctl, c, argc, argv, 0, 0, &first)) != CMD_GO)
-		return rc;
-	if ((rc = api_json(ctl, c, "GET", "/v1/sandboxes", NULL, &ans)) !=
-	    EXIT_OK)
-		return rc;
-	if (json_answered(ctl, ans, &rc))
+	if ((rc = api_view(ctl, c, argc, argv, "/v1/sandboxes", &ans)) !=
+	    CMD_GO)
 		return rc;
 	table_init(&t, 7);
 	t.right = 1u << 4 | 1u << 6;
@@ -229,12 +219,7 @@ cmd_sandbox_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 		table_addj(&t, json_object_get(sb, "sources"), ",");
 		table_addj(&t, json_object_get(sb, "connections"), ",");
 	}
-	rc = EXIT_OK;
-	if (table_print(&t, stdout) != 0) {
-		cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
-		rc = EXIT_FAIL;
-	}
-	table_free(&t);
+	rc = table_show(&t, c);
 	json_decref(ans);
 	return rc;
 }

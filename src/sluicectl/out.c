@@ -170,6 +170,19 @@ table_free(struct table *t)
 	t->n = t->cap = 0;
 }
 
+int
+table_show(struct table *t, const struct cmd *c)
+{
+	int rc = EXIT_OK;
+
+	if (table_print(t, stdout) != 0) {
+		cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
+		rc = EXIT_FAIL;
+	}
+	table_free(t);
+	return rc;
+}
+
 void
 fput_safe(const char *s, FILE *f)
 {

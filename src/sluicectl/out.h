@@ -35,6 +35,12 @@ void	table_addj(struct table *t, const json_t *v, const char *sep);
 /* Returns 0, or SL_ERR_NOMEM when a cell could not be kept. */
 int	table_print(const struct table *t, FILE *f);
 void	table_free(struct table *t);
+struct cmd;
+/*
+ * Prints t on stdout and frees it.  Returns EXIT_OK, or EXIT_FAIL when a
+ * cell could not be kept (said on stderr as c's error).
+ */
+int	table_show(struct table *t, const struct cmd *c);
 
 /* Writes s with control characters replaced by '?'. */
 void	fput_safe(const char *s, FILE *f);

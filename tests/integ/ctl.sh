@@ -30,100 +30,31 @@
 # Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed"
 # (the work directory, when kept, is named on stderr).
 
-if [ -z "${BASH_VERSION:-}" ]; then
-	command -v bash >/dev/null 2>&1 || { echo "SKIP: bash not found"; exit 77; }
-	exec bash "$0" "$@"
-fi
-set -u
-
-here=$(cd "$(dirname "$0")" && pwd)
-top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
-top_builddir=${top_builddir:-$top_srcdir}
-SLUICED=${SLUICED:-$top_builddir/sluiced}
+# shellcheck source=tests/integ/check.sh
+. "$(dirname "$0")/check.sh"
 SLUICECTL=${SLUICECTL:-$top_builddir/sluicectl}
-# shellcheck disable=SC2034  # read by lib.sh
-WORLD_SRCDIR=$top_srcdir
 
-keep=0 verbose=0
-while [ $# -gt 0 ]; do
-	case "$1" in
-	-k|--keep) keep=1 ;;
-	-v|--verbose) verbose=1 ;;
-	-h|--help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
-	*) echo "ctl.sh: unknown argument $1" >&2; exit 2 ;;
-	esac
-	shift
-done
-
-skip() { echo "SKIP: $*"; exit 77; }
-
-. "$top_srcdir/tests/integ/lib.sh" || skip "cannot read lib.sh"
-why=$(world_available) || skip "$why"
-for t in curl openssl dnsmasq dig ss timeout jq setpriv groupadd groupdel; do
-	command -v "$t" >/dev/null 2>&1 || skip "$t not found"
-done
-[ -n "$PY" ] || skip "python3 not found"
+check_needs curl openssl dnsmasq dig ss timeout jq setpriv groupadd groupdel
 getent passwd nobody >/dev/null || skip "no user nobody"
 NOGROUP=$(id -gn nobody 2>/dev/null) || skip "user nobody has no group"
 
-npass=0 nfail=0
-if [ ! -x "$SLUICED" ]; then
-	echo "FAIL setup: $SLUICED not built"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-ctl.XXXXXX") || exit 1
+group_made=0
+check_work ctl
 chmod 0755 "$WORK"		# user nobody must reach the socket in it
 PKI=$WORK/pki CA=$WORK/pki/ca.pem STATE=$WORK/state
 SOCK=$WORK/control.sock POLDIR=$WORK/policy.d AUDIT=$WORK/audit.jsonl
 CTL_GROUP=slctl$$		# control_group: created here, deleted on exit
-SL_PID="" group_made=0
-declare -a BG_PIDS=()
 
-cleanup() {
-	local p
-	trap - EXIT INT TERM
-	for p in "${BG_PIDS[@]}"; do
-		kill "$p" 2>/dev/null
-	done
-	world_down
+cleanup_more() {
 	[ $group_made = 1 ] && groupdel "$CTL_GROUP" 2>/dev/null
-	if [ $nfail -gt 0 ] || [ $keep = 1 ]; then
-		echo "work directory kept: $WORK" >&2
-	else
-		rm -rf "$WORK"
-	fi
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; nfail=$((nfail + 1)); exit 1' INT TERM
-
-setup_fail() {
-	echo "FAIL setup: $*"
-	nfail=$((nfail + 1))
-	echo "$npass passed, $nfail failed"
-	exit 1
 }
 
 # ---------------------------------------------------------------- checks
 
-# check NAME CMD...: runs CMD (which sets why on failure) and reports it.
-check() {
-	local name=$1
-	shift
-	why=""
-	if "$@"; then
-		echo "ok $name"
-		npass=$((npass + 1))
-	else
-		echo "FAIL $name: ${why:-"$* failed"}"
-		nfail=$((nfail + 1))
-		if [ $verbose = 1 ]; then
-			echo "    last: $last -> $st"
-			head -c 600 "$WORK/api.b" 2>/dev/null | sed 's/^/    body: /'
-			tail -5 "$WORK/sluiced.log" | sed 's/^/    log: /'
-		fi
-	fi
+check_verbose() {
+	echo "    last: $last -> $st"
+	head -c 600 "$WORK/api.b" 2>/dev/null | sed 's/^/    body: /'
+	tail -5 "$WORK/sluiced.log" | sed 's/^/    log: /'
 }
 
 short() { printf '%s' "$1" | tr '\n' ' ' | head -c 500; }
@@ -239,20 +170,6 @@ dig_status() {
 	    sed -n 's/.*status: \([A-Z]*\),.*/\1/p'
 }
 
-# audit_lines: the audit file's length, an offset for audit_has.
-audit_lines() { wc -l <"$AUDIT"; }
-
-# audit_has OFFSET 'k=v ...'...: records written after OFFSET (waited for,
-# 3 s; upstream.py audit: '#N k=v' wants exactly N).
-audit_has() {
-	local off=$1 e out
-	local -a a=()
-	shift
-	for e in "$@"; do a+=(--expect "$e"); done
-	out=$("$PY" "$UPSTREAM_PY" audit "$AUDIT" "$off" --timeout 3 "${a[@]}" 2>&1) ||
-	    { why=$(short "$out"); return 1; }
-}
-
 # The watcher: holds one HTTPS connection from a sandbox and reports when
 # it ends, to the microsecond (the time the peer closed it), so a check can
 # tell how long after an API answer sluice closed it.
@@ -347,8 +264,6 @@ watch_closed() {
 	awk -v a="$at" -v t0="$2" -v t1="$3" 'BEGIN { exit !(a >= t0 && a <= t1 + 1.0) }' ||
 	    { why="connection $1 closed ($how) at $at, answer at $3: not within 1 s"; return 1; }
 }
-
-now() { date +%s.%N; }
 
 # ---------------------------------------------------------------- the world and sluiced
 
@@ -1585,5 +1500,4 @@ daemon_ends() {
 check daemon_same daemon_same
 check daemon_ends daemon_ends
 
-echo "$npass passed, $nfail failed"
-[ $nfail = 0 ]
+check_done

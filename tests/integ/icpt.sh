@@ -53,99 +53,28 @@
 # Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed"
 # (the work directory, when kept, is named on stderr).
 
-if [ -z "${BASH_VERSION:-}" ]; then
-	command -v bash >/dev/null 2>&1 || { echo "SKIP: bash not found"; exit 77; }
-	exec bash "$0" "$@"
-fi
-set -u
+# shellcheck source=tests/integ/check.sh
+. "$(dirname "$0")/check.sh"
 
-here=$(cd "$(dirname "$0")" && pwd)
-top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
-top_builddir=${top_builddir:-$top_srcdir}
-SLUICED=${SLUICED:-$top_builddir/sluiced}
-# shellcheck disable=SC2034  # read by lib.sh
-WORLD_SRCDIR=$top_srcdir
+check_needs curl openssl dnsmasq dig ss timeout jq sha256sum
 
-keep=0 verbose=0
-while [ $# -gt 0 ]; do
-	case "$1" in
-	-k|--keep) keep=1 ;;
-	-v|--verbose) verbose=1 ;;
-	-h|--help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
-	*) echo "icpt.sh: unknown argument $1" >&2; exit 2 ;;
-	esac
-	shift
-done
-
-skip() { echo "SKIP: $*"; exit 77; }
-
-. "$top_srcdir/tests/integ/lib.sh" || skip "cannot read lib.sh"
-why=$(world_available) || skip "$why"
-for t in curl openssl dnsmasq dig ss timeout jq sha256sum; do
-	command -v "$t" >/dev/null 2>&1 || skip "$t not found"
-done
-[ -n "$PY" ] || skip "python3 not found"
-
-npass=0 nfail=0
-if [ ! -x "$SLUICED" ]; then
-	echo "FAIL setup: $SLUICED not built"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-icpt.XXXXXX") || exit 1
+check_work icpt
 PKI=$WORK/pki CA=$WORK/pki/ca.pem XPKI=$WORK/xpki STATE=$WORK/state
 SOCK=$WORK/control.sock POLDIR=$WORK/policy.d AUDIT=$WORK/audit.jsonl
 BOX_CA=$WORK/box.pem FIXED_CA=$WORK/fixed.pem
-SL_PID=""
-declare -a BG_PIDS=()
-
-cleanup() {
-	local p
-	trap - EXIT INT TERM
-	for p in "${BG_PIDS[@]}"; do
-		kill "$p" 2>/dev/null
-	done
-	world_down
-	if [ $nfail -gt 0 ] || [ $keep = 1 ]; then
-		echo "work directory kept: $WORK" >&2
-	else
-		rm -rf "$WORK"
-	fi
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; nfail=$((nfail + 1)); exit 1' INT TERM
-
-setup_fail() {
-	echo "FAIL setup: $*"
-	nfail=$((nfail + 1))
-	echo "$npass passed, $nfail failed"
-	exit 1
-}
 
 # ---------------------------------------------------------------- checks
 
 last="" out=""
 
-# check NAME CMD...: runs CMD (which sets why on failure) and reports it.
-check() {
-	local name=$1
-	shift
-	why=""
-	if "$@"; then
-		echo "ok $name"
-		npass=$((npass + 1))
-	else
-		[ -n "$SL_PID" ] && ! kill -0 "$SL_PID" 2>/dev/null &&
-		    why="${why:-"$* failed"} (sluiced is no longer running)"
-		echo "FAIL $name: ${why:-"$* failed"}"
-		nfail=$((nfail + 1))
-		if [ $verbose = 1 ]; then
-			echo "    last: $last"
-			printf '%s\n' "$out" | head -20 | sed 's/^/    out: /'
-			tail -5 "$WORK/sluiced.log" | sed 's/^/    log: /'
-		fi
-	fi
+check_failed() {
+	[ -n "$SL_PID" ] && ! kill -0 "$SL_PID" 2>/dev/null &&
+	    why="${why:-"$* failed"} (sluiced is no longer running)"
+}
+check_verbose() {
+	echo "    last: $last"
+	printf '%s\n' "$out" | head -20 | sed 's/^/    out: /'
+	tail -5 "$WORK/sluiced.log" | sed 's/^/    log: /'
 }
 
 short() { printf '%s' "$1" | tr '\n' ' ' | head -c 600; }
@@ -281,21 +210,7 @@ upwant() {
 }
 NOTHING_UP='allowed-tls.accepted=0 allowed-tls.requests=0 other-tls.accepted=0 denied-tls.accepted=0'
 
-audit_lines() { wc -l <"$AUDIT"; }
-
-# audit_has OFFSET 'k=v ...'...: records written after line OFFSET (waited
-# for, 3 s; '#N k=v' wants exactly N; 'k=~RE' a regular expression).
-audit_has() {
-	local off=$1 e o
-	local -a a=()
-	shift
-	for e in "$@"; do a+=(--expect "$e"); done
-	o=$("$PY" "$UPSTREAM_PY" audit "$AUDIT" "$off" --timeout 3 "${a[@]}" 2>&1) ||
-	    { why=$(short "$o"); return 1; }
-}
 NUM='~^[0-9]+$'
-
-now() { date +%s.%N; }
 
 # ---------------------------------------------------------------- certificates
 
@@ -1444,5 +1359,4 @@ daemon_ends() {
 check daemon_same daemon_same
 check daemon_ends daemon_ends
 
-echo "$npass passed, $nfail failed"
-[ $nfail = 0 ]
+check_done

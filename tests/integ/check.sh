@@ -1,0 +1,130 @@
+# check.sh: what the namespace test scripts (ctl.sh, icpt.sh) share: the
+# prologue (bash, paths, options -k -v -h, lib.sh), the work directory and
+# its cleanup, the checks and their count.  Sourced first:
+#	. "$(dirname "$0")/check.sh"
+# then check_needs TOOL..., check_work NAME, the checks (check NAME CMD...)
+# and, last, check_done.
+# Hooks a script may define after sourcing: check_failed (a check failed,
+# why is set: may add to it), check_verbose (with -v, after a FAIL line),
+# cleanup_more (at exit, after world_down, before the work directory goes).
+# shellcheck shell=bash disable=SC2034  # what is set here is read by the scripts
+
+if [ -z "${BASH_VERSION:-}" ]; then
+	command -v bash >/dev/null 2>&1 || { echo "SKIP: bash not found"; exit 77; }
+	exec bash "$0" "$@"
+fi
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir}
+SLUICED=${SLUICED:-$top_builddir/sluiced}
+WORLD_SRCDIR=$top_srcdir	# read by lib.sh
+
+keep=0 verbose=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-k|--keep) keep=1 ;;
+	-v|--verbose) verbose=1 ;;
+	-h|--help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	*) echo "${0##*/}: unknown argument $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+skip() { echo "SKIP: $*"; exit 77; }
+
+# shellcheck source=tests/integ/lib.sh
+. "$top_srcdir/tests/integ/lib.sh" || skip "cannot read lib.sh"
+why=$(world_available) || skip "$why"
+
+# check_needs TOOL...: skips unless every TOOL and python3 are there.
+check_needs() {
+	local t
+	for t in "$@"; do
+		command -v "$t" >/dev/null 2>&1 || skip "$t not found"
+	done
+	[ -n "$PY" ] || skip "python3 not found"
+}
+
+check_failed() { :; }
+check_verbose() { :; }
+cleanup_more() { :; }
+
+# check_work NAME: fails unless sluiced is built; makes the work directory
+# WORK (sluice-NAME.*), removed at exit unless kept.
+check_work() {
+	npass=0 nfail=0
+	if [ ! -x "$SLUICED" ]; then
+		echo "FAIL setup: $SLUICED not built"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+	WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-$1.XXXXXX") || exit 1
+	SL_PID=""
+	BG_PIDS=()
+	trap cleanup EXIT
+	trap 'echo "interrupted"; nfail=$((nfail + 1)); exit 1' INT TERM
+}
+
+cleanup() {
+	local p
+	trap - EXIT INT TERM
+	for p in "${BG_PIDS[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	world_down
+	cleanup_more
+	if [ "$nfail" -gt 0 ] || [ "$keep" = 1 ]; then
+		echo "work directory kept: $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
+}
+
+setup_fail() {
+	echo "FAIL setup: $*"
+	nfail=$((nfail + 1))
+	echo "$npass passed, $nfail failed"
+	exit 1
+}
+
+# check NAME CMD...: runs CMD (which sets why on failure) and reports it.
+check() {
+	local name=$1
+	shift
+	why=""
+	if "$@"; then
+		echo "ok $name"
+		npass=$((npass + 1))
+	else
+		check_failed "$@"
+		echo "FAIL $name: ${why:-"$* failed"}"
+		nfail=$((nfail + 1))
+		if [ "$verbose" = 1 ]; then
+			check_verbose
+		fi
+	fi
+}
+
+# check_done: the count, last; its status is the script's.
+check_done() {
+	echo "$npass passed, $nfail failed"
+	[ "$nfail" = 0 ]
+}
+
+# audit_lines: the audit file's length, an offset for audit_has.
+audit_lines() { wc -l <"$AUDIT"; }
+
+# audit_has OFFSET 'k=v ...'...: records written after line OFFSET (waited
+# for, 3 s; '#N k=v' wants exactly N; 'k=~RE' a regular expression).
+audit_has() {
+	local off=$1 e o
+	local -a a=()
+	shift
+	for e in "$@"; do a+=(--expect "$e"); done
+	o=$("$PY" "$UPSTREAM_PY" audit "$AUDIT" "$off" --timeout 3 "${a[@]}" 2>&1) ||
+	    { why=$(short "$o"); return 1; }
+}
+
+now() { date +%s.%N; }
