@@ -197,7 +197,8 @@ ticket_key_apply(const struct ticket_key *k, const unsigned char *iv,
 /*
  * OpenSSL's ticket-key callback: seals (enc) or opens a ticket with the
  * keys of the connection's own leafcache.  Returns 1 (go on), 2 (opened
- * with the previous key: issue a fresh ticket), 0 (no ticket issued, or
+ * with the previous key, or in TLS 1.3, whose clients use a ticket once:
+ * issue a fresh ticket), 0 (no ticket issued, or
  * a full handshake instead of resumption) or -1 (a fatal error).
  */
 static int
@@ -227,8 +228,10 @@ ticket_key_cb(SSL *ssl, unsigned char name[TK_NAME_LEN], unsigned char *iv,
 			goto out;
 		if (ticket_key_apply(k, iv, cctx, hctx, 0) != 0)
 			r = -1;
+		else if (k == lc->tk_cur && SSL_version(ssl) != TLS1_3_VERSION)
+			r = 1;
 		else
-			r = k == lc->tk_cur ? 1 : 2;
+			r = 2;	/* TLS 1.3 tickets are single-use: renew */
 	}
  out:
 	pthread_mutex_unlock(&lc->mtx);

@@ -788,6 +788,33 @@ test_ticket_rotation(void **state)
 	}
 }
 
+/*
+ * TLS 1.3 clients use a ticket once: every resumption must hand out a
+ * fresh one, or the next connection falls back to a full handshake.
+ */
+static void
+test_ticket_renewed_tls13(void **state)
+{
+	struct fixture *fx = *state;
+	SSL_CTX *cctx = client_ctx(ca_cert(fx->a.ca), NULL, TLS1_3_VERSION,
+	    TLS1_3_VERSION);
+	SSL_SESSION *s1, *s2 = NULL, *s3 = NULL;
+	const unsigned char *t1, *t2;
+	size_t l1, l2;
+
+	s1 = first_session(fx->sctx, &fx->a, cctx, HOST);
+	assert_true(resumes_next(fx->sctx, &fx->a, cctx, HOST, s1, &s2));
+	SSL_SESSION_get0_ticket(s1, &t1, &l1);
+	SSL_SESSION_get0_ticket(s2, &t2, &l2);
+	assert_true(l1 > 0 && l2 > 0);
+	assert_false(l1 == l2 && memcmp(t1, t2, l1) == 0);
+	assert_true(resumes_next(fx->sctx, &fx->a, cctx, HOST, s2, &s3));
+	SSL_SESSION_free(s1);
+	SSL_SESSION_free(s2);
+	SSL_SESSION_free(s3);
+	SSL_CTX_free(cctx);
+}
+
 /* Rotation by age: two intervals without use retire both keys. */
 static void
 test_ticket_rotation_by_time(void **state)
@@ -842,6 +869,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_ticket_isolation, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_ticket_dies_with_cache,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ticket_renewed_tls13,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ticket_rotation, setup,
 		    teardown),
