@@ -1,0 +1,125 @@
+/*
+ * icpt_int.h: what the parts of an intercepted connection share: the
+ * connection's life and the sandbox's side (icpt.c), its requests
+ * (icpt_req.c) and its upstream (icpt_up.c).
+ */
+#ifndef SLUICE_ICPT_INT_H
+#define SLUICE_ICPT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct bufferevent;
+struct conn;
+struct event;
+struct evbuffer;
+struct http_reqs;
+struct http_resps;
+struct intercept_rule;
+
+#define ICPT_HIGH		(256u * 1024)	/* bytes queued for one side */
+#define ICPT_MAX_PENDING	32	/* requests upstream has not answered */
+#define ICPT_MAX_PINS		8
+
+/* A request from its judgement to its audit record. */
+struct icpt_req {
+	char		 method[24];
+	char		 path[256];	/* normalised, cut for the record */
+	char		 rule[96];
+	const char	*action;	/* static */
+	const char	*reason;	/* static */
+	int		 status;
+	int		 upgrade;	/* asked to switch protocols */
+	int		 close;		/* the client asked to close after it */
+	uint64_t	 bytes_up, bytes_down;
+	uint64_t	 start_ms;
+};
+
+enum icpt_phase { IC_HANDSHAKE, IC_REQUESTS, IC_TUNNEL };
+enum icpt_body { BODY_NONE, BODY_FORWARD, BODY_DISCARD };
+enum icpt_up { UP_NONE, UP_CONNECTING, UP_READY };
+
+struct icpt {
+	struct conn	*c;
+	enum icpt_phase	 phase;
+	struct bufferevent *under;	/* the sandbox's socket */
+	struct bufferevent *down;	/* TLS over it, towards the sandbox */
+	struct bufferevent *up;		/* TLS to the upstream, once needed */
+	enum icpt_up	 up_state;
+	char		 up_ca[256];	/* CA file the upstream was verified by */
+	struct http_reqs *reqs;
+	struct http_resps *resps;
+	enum icpt_body	 body;		/* what becomes of the current body */
+	int		 hold;		/* request parsing waits */
+	int		 upgrade_sent;	/* a passed upgrade awaits upstream's answer */
+	char		*refusal;	/* waiting for the answers owed before it */
+	size_t		 refusal_len;
+	int		 refusal_close;
+	int		 closing;	/* close once the sandbox has everything */
+	int		 resp_close;	/* the answer in progress ends the connection */
+	int		 shut_sent;	/* our close_notify is queued */
+	const char	*fail_reason;	/* why the upstream failed (static) */
+	int		 starting;	/* icpt_start is still on the stack */
+	short		 start_events;	/* events that came meanwhile */
+	int		 resp_open;	/* a response head was read, not its end */
+	int		 resp_info;	/* and it is informational (1xx) */
+	int		 expect_tunnel;	/* an upgrade request: TUNNEL follows END */
+	int		 last_request;	/* the client said close: read no more */
+	struct evbuffer	*held;		/* for the upstream, until it is checked */
+	char		*pins[ICPT_MAX_PINS];	/* of the rule that opened it */
+	size_t		 npins;
+	struct event	*finish;	/* icpt_maybe_finish, next turn */
+	struct icpt_req	 cur;		/* the request being read */
+	struct icpt_req	 q[ICPT_MAX_PENDING];	/* sent, not yet answered */
+	unsigned	 qhead, qn;
+	uint64_t	 from_sandbox, from_upstream;
+};
+
+/* icpt.c: the connection's life and the sandbox's side. */
+
+/* A coarse monotonic clock, in milliseconds. */
+uint64_t icpt_now_ms(void);
+/* Something happened: the connection is not idle. */
+void	icpt_touch(struct icpt *ic);
+/* Writes r's audit record and counts it in the metrics. */
+void	icpt_audit_request(struct icpt *ic, const struct icpt_req *r);
+/* Queues len bytes of buf for the sandbox. */
+void	icpt_send_down(struct icpt *ic, const void *buf, size_t len);
+/*
+ * Refuses the current request (ic->cur) with sluice's own answer and
+ * writes its audit record; close: the connection ends after it.
+ */
+void	icpt_refuse(struct icpt *ic, int status, const char *error,
+	    const char *reason, const char *detail, int close);
+/* Sends a held refusal once no answer is owed before it. */
+void	icpt_release_refusal(struct icpt *ic);
+/* Ends a closing connection once the sandbox has everything; may close c. */
+void	icpt_maybe_finish(struct icpt *ic);
+
+/* icpt_req.c: the sandbox's requests. */
+
+/* Reads, judges and forwards requests until told to hold; may close c. */
+void	icpt_pump_requests(struct icpt *ic);
+
+/* icpt_up.c: the upstream and its answers. */
+
+/* Where bytes for the upstream go (held until it is checked). */
+struct evbuffer *icpt_up_out(struct icpt *ic);
+/* Bytes queued for the upstream, held or not. */
+size_t	icpt_up_queued(struct icpt *ic);
+/* Takes rule's pins (up to ICPT_MAX_PINS) for the upstream's key. */
+void	icpt_pins_set(struct icpt *ic, const struct intercept_rule *rule);
+/* 1 if the upstream's key matches the pins taken, or there are none. */
+int	icpt_pins_ok(struct icpt *ic);
+/*
+ * Opens ic->up for rule: an idle one of the pool, its pins checked at
+ * once, else a new connection, checked once connected.  -1 after
+ * answering the sandbox (ic->fail_reason says why).
+ */
+int	icpt_up_open(struct icpt *ic, const struct intercept_rule *rule);
+/* Relays the upstream's answers, in order, to the sandbox; may close c. */
+void	icpt_pump_responses(struct icpt *ic);
+/* A tunnel: what the sandbox sent goes to the upstream as it is. */
+void	icpt_tunnel_down_to_up(struct icpt *ic);
+
+#endif

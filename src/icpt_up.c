@@ -1,0 +1,438 @@
+/*
+ * icpt_up.c: the upstream of an intercepted connection.  One verified TLS
+ * connection a sandbox connection, taken from the pool or opened when the
+ * first allowed request needs it; nothing is sent on a new one before its
+ * certificate and the rule's pins are checked.  Its answers go back to
+ * the sandbox in order, their heads re-serialised and their bodies as
+ * they are, until an upgrade makes both sides one byte stream.
+ */
+#include "autoconf.h"
+
+#include <sys/socket.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <openssl/ssl.h>
+
+#include "config.h"
+#include "conn.h"
+#include "daemon.h"
+#include "deny.h"
+#include "httphead.h"
+#include "httpresp.h"
+#include "icpt_int.h"
+#include "log.h"
+#include "policy.h"
+#include "tlsup.h"
+#include "upool.h"
+#include "worker.h"
+
+/* ---- the upstream side ---------------------------------------------- */
+
+/*
+ * Where bytes for the upstream go: held back until its certificate (and
+ * the rule's pins) are checked, then the connection's own queue.
+ */
+struct evbuffer *
+icpt_up_out(struct icpt *ic)
+{
+	return ic->up_state == UP_READY ? bufferevent_get_output(ic->up) :
+	    ic->held;
+}
+
+size_t
+icpt_up_queued(struct icpt *ic)
+{
+	return evbuffer_get_length(ic->held) + (ic->up != NULL ?
+	    evbuffer_get_length(bufferevent_get_output(ic->up)) : 0);
+}
+
+/* The rule's pins, if any, against the upstream's key. */
+int
+icpt_pins_ok(struct icpt *ic)
+{
+	char reason[TLSUP_REASON_BUFSZ];
+
+	if (ic->npins == 0)
+		return 1;
+	return tlsup_check_peer(bufferevent_openssl_get_ssl(ic->up), ic->pins,
+	    ic->npins, reason, sizeof(reason)) == 0;
+}
+
+void
+icpt_pins_set(struct icpt *ic, const struct intercept_rule *rule)
+{
+	size_t i;
+
+	for (i = 0; i < ic->npins; i++)
+		free(ic->pins[i]);
+	ic->npins = 0;
+	for (i = 0; i < rule->npins && i < ICPT_MAX_PINS; i++)
+		if ((ic->pins[ic->npins] = strdup(rule->pins[i])) != NULL)
+			ic->npins++;
+}
+
+static void up_read_cb(struct bufferevent *, void *);
+static void up_write_cb(struct bufferevent *, void *);
+static void up_event_cb(struct bufferevent *, short, void *);
+
+/*
+ * Upstream failed before answering what was sent: tell the sandbox why
+ * (detail, e.g. the certificate problem, may be NULL), end the connection.
+ */
+static void
+up_failed(struct icpt *ic, int status, const char *reason, const char *detail)
+{
+	const char *rule = ic->cur.rule[0] ? ic->cur.rule : NULL;
+	char msg[256], *resp;
+	size_t len;
+
+	log_debug("icpt", "%p upstream failed: %s", (void *)ic->c, reason);
+	ic->fail_reason = reason;
+	if (ic->qn > 0) {
+		struct icpt_req *r = &ic->q[ic->qhead];
+
+		r->status = status;
+		r->action = "error";
+		r->reason = reason;
+		icpt_audit_request(ic, r);
+		rule = NULL;
+		ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
+		ic->qn--;
+	}
+	snprintf(msg, sizeof(msg), "sluice: the upstream could not be reached "
+	    "safely%s%s", detail ? ": " : "", detail ? detail : "");
+	resp = deny_http(status, status == 504 ? "upstream-timeout" :
+	    "bad-gateway", rule, reason, msg, &len);
+	if (resp != NULL) {
+		icpt_send_down(ic, resp, len);
+		free(resp);
+	}
+	free(ic->refusal);
+	ic->refusal = NULL;
+	ic->hold = 1;
+	ic->closing = 1;
+	icpt_maybe_finish(ic);
+}
+
+int
+icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
+{
+	struct conn *c = ic->c;
+	struct daemon *d = c->w->d;
+	const struct config *cfg = worker_config(c->w);
+	struct timeval tv = { cfg->timeouts.connect / 1000,
+	    (cfg->timeouts.connect % 1000) * 1000 };
+	struct timeval idle = { cfg->timeouts.idle / 1000,
+	    (cfg->timeouts.idle % 1000) * 1000 };
+	struct sockaddr_storage ss;
+	char err[256];
+	SSL_CTX *ctx;
+	SSL *ssl = NULL;
+	socklen_t len;
+
+	if (c->updst.family == 0) {
+		c->updst = c->dst;
+		c->upport = c->dst_port;
+	}
+	snprintf(ic->up_ca, sizeof(ic->up_ca), "%s", rule->upstream_ca ?
+	    rule->upstream_ca : "");
+	/* An idle connection this sandbox verified for this host will do. */
+	if ((ic->up = upool_get(c->w->upool, c->counter, c->name, c->upport,
+	    ic->up_ca)) != NULL) {
+		bufferevent_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb,
+		    ic);
+		bufferevent_set_timeouts(ic->up, &idle, &idle);
+		bufferevent_setwatermark(ic->up, EV_WRITE, ICPT_HIGH / 2, 0);
+		bufferevent_enable(ic->up, EV_READ | EV_WRITE);
+		ic->up_state = UP_READY;
+		c->upstream_used = 1;
+		if (!icpt_pins_ok(ic)) {
+			up_failed(ic, 502, "upstream-pin-mismatch", NULL);
+			return -1;
+		}
+		return 0;
+	}
+	if (tlsup_ctx(d->tls_up, rule->upstream_ca, &ctx, err, sizeof(err)) != 0) {
+		log_warnx("icpt", "%s", err);
+		up_failed(ic, 502, "upstream-ca-unavailable", NULL);
+		return -1;
+	}
+	if (tlsup_ssl_new(ctx, c->name, 0, &ssl) != 0) {
+		up_failed(ic, 502, "upstream-tls-error", NULL);
+		return -1;
+	}
+	ic->up = bufferevent_openssl_socket_new(c->w->base, -1, ssl,
+	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	if (ic->up == NULL) {
+		SSL_free(ssl);
+		up_failed(ic, 502, "upstream-tls-error", NULL);
+		return -1;
+	}
+	bufferevent_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb, ic);
+	bufferevent_set_timeouts(ic->up, &tv, &tv);
+	bufferevent_setwatermark(ic->up, EV_WRITE, ICPT_HIGH / 2, 0);
+	len = addr_to_sockaddr(&c->updst, c->upport, &ss);
+	ic->up_state = UP_CONNECTING;
+	if (bufferevent_socket_connect(ic->up, (struct sockaddr *)&ss,
+	    (int)len) != 0) {
+		up_failed(ic, 502, "upstream-unreachable", NULL);
+		return -1;
+	}
+	bufferevent_enable(ic->up, EV_READ | EV_WRITE);
+	return 0;
+}
+
+static void
+up_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct icpt *ic = arg;
+	struct conn *c = ic->c;
+	const struct config *cfg = worker_config(c->w);
+	struct timeval idle = { cfg->timeouts.idle / 1000,
+	    (cfg->timeouts.idle % 1000) * 1000 };
+	const struct http_resp_head *rh;
+	const char *why;
+	char reason[TLSUP_REASON_BUFSZ];
+	unsigned long e;
+
+	icpt_touch(ic);
+	if (what & BEV_EVENT_CONNECTED) {
+		/* Chain and name were verified in the handshake; the rest here. */
+		if (tlsup_check_peer(bufferevent_openssl_get_ssl(bev), NULL, 0,
+		    reason, sizeof(reason)) != 0) {
+			up_failed(ic, 502, "upstream-cert-invalid", reason);
+			return;
+		}
+		if (!icpt_pins_ok(ic)) {
+			up_failed(ic, 502, "upstream-pin-mismatch", NULL);
+			return;
+		}
+		ic->up_state = UP_READY;
+		c->upstream_used = 1;
+		bufferevent_set_timeouts(bev, &idle, &idle);
+		/* Checked: what waited goes now. */
+		evbuffer_add_buffer(bufferevent_get_output(bev), ic->held);
+		return;
+	}
+	if (ic->up_state == UP_CONNECTING) {
+		e = bufferevent_get_openssl_error(bev);
+		tlsup_handshake_reason(bufferevent_openssl_get_ssl(bev), e,
+		    reason, sizeof(reason));
+		log_info("icpt", "%s: %s", c->name, reason);
+		if (what & BEV_EVENT_TIMEOUT)
+			up_failed(ic, 504, "upstream-timeout", NULL);
+		else
+			up_failed(ic, 502, strncmp(reason, "upstream-cert-invalid",
+			    21) == 0 ? "upstream-cert-invalid" :
+			    "upstream-unreachable", reason);
+		return;
+	}
+	if (what & BEV_EVENT_TIMEOUT) {
+		if (ic->qn > 0) {
+			up_failed(ic, 504, "upstream-timeout", NULL);
+			return;
+		}
+		conn_close(c, "idle-timeout");
+		return;
+	}
+	/* EOF or error: a close-delimited answer ends here, anything else is cut. */
+	icpt_pump_responses(ic);
+	if (c->state == CS_CLOSED)
+		return;
+	if (http_resps_finish(ic->resps, &rh, &why) == HTTP_RESP_END &&
+	    ic->qn > 0) {
+		struct icpt_req *r = &ic->q[ic->qhead];
+
+		icpt_audit_request(ic, r);
+		ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
+		ic->qn--;
+	}
+	bufferevent_free(ic->up);
+	ic->up = NULL;
+	ic->up_state = UP_NONE;
+	if (ic->qn > 0) {
+		up_failed(ic, 502, "upstream-closed", NULL);
+		return;
+	}
+	if (ic->closing || ic->resp_close) {
+		ic->closing = 1;
+		icpt_maybe_finish(ic);
+		return;
+	}
+	/* Nothing owed: the next request opens a new upstream connection. */
+	if (ic->refusal != NULL) {
+		icpt_release_refusal(ic);
+		return;
+	}
+	ic->hold = 0;
+	icpt_pump_requests(ic);
+}
+
+static void
+up_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct icpt *ic = arg;
+
+	icpt_touch(ic);
+	icpt_pump_responses(ic);
+}
+
+/* The upstream took our queued bytes: read the sandbox again. */
+static void
+up_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct icpt *ic = arg;
+
+	if (ic->phase == IC_TUNNEL) {
+		bufferevent_enable(ic->down, EV_READ);
+		return;
+	}
+	if (!ic->hold)
+		icpt_pump_requests(ic);
+}
+
+/* ---- responses ------------------------------------------------------ */
+
+void
+icpt_tunnel_down_to_up(struct icpt *ic)
+{
+	struct evbuffer *in = bufferevent_get_input(ic->down);
+	size_t n = evbuffer_get_length(in);
+
+	ic->from_sandbox += n;
+	evbuffer_remove_buffer(in, icpt_up_out(ic), n);
+	if (icpt_up_queued(ic) > ICPT_HIGH)
+		bufferevent_disable(ic->down, EV_READ);
+}
+
+void
+icpt_pump_responses(struct icpt *ic)
+{
+	struct evbuffer *in, *out;
+	const struct http_resp_head *rh;
+	const char *why;
+	enum http_resp_ev ev;
+	struct icpt_req *r;
+	size_t len, used;
+	uint8_t *data;
+
+	if (ic->up == NULL)
+		return;
+	in = bufferevent_get_input(ic->up);
+	out = bufferevent_get_output(ic->down);
+	/* A response whose head is read may end (or tunnel) without a byte. */
+	while ((len = evbuffer_get_length(in)) > 0 || ic->resp_open) {
+		if (evbuffer_get_length(out) > ICPT_HIGH) {
+			bufferevent_disable(ic->up, EV_READ);	/* the sandbox reads slowly */
+			return;
+		}
+		if (ic->phase == IC_TUNNEL) {
+			ic->from_upstream += len;
+			evbuffer_remove_buffer(in, out, len);
+			continue;
+		}
+		if (ic->qn == 0) {
+			/*
+			 * Nothing is owed to the client: an answer now is one it
+			 * never asked for (or one to a request cut short).  It is
+			 * not relayed, and the connection ends.
+			 */
+			evbuffer_drain(in, evbuffer_get_length(in));
+			ic->resp_close = 1;
+			ic->hold = 1;
+			ic->closing = 1;
+			icpt_maybe_finish(ic);
+			return;
+		}
+		len = evbuffer_get_contiguous_space(in);
+		data = len > 0 ? evbuffer_pullup(in, (ssize_t)len) : NULL;
+		ev = http_resps_feed(ic->resps, data, len, &used, &rh, &why);
+		ic->resp_open = ev == HTTP_RESP_HEAD || (ev == HTTP_RESP_NEED_MORE &&
+		    ic->resp_open);
+		r = ic->qn > 0 ? &ic->q[ic->qhead] : NULL;
+		switch (ev) {
+		case HTTP_RESP_NEED_MORE:	/* body bytes, as they are */
+			ic->from_upstream += used;
+			if (r != NULL)
+				r->bytes_down += used;
+			evbuffer_remove_buffer(in, out, used);
+			if (used == 0)
+				return;		/* more is to come */
+			break;
+		case HTTP_RESP_HEAD:
+			ic->from_upstream += used;
+			evbuffer_drain(in, used);
+			icpt_send_down(ic, rh->out, rh->out_len);
+			ic->resp_info = rh->informational;
+			if (!rh->informational) {
+				if (r != NULL)
+					r->status = (int)rh->status;
+				ic->resp_close = !rh->keep_alive;
+				if (ic->resp_close)
+					ic->hold = 1;	/* it ends the connection */
+			}
+			break;
+		case HTTP_RESP_END:
+			ic->from_upstream += used;
+			if (r != NULL)
+				r->bytes_down += used;
+			evbuffer_remove_buffer(in, out, used);
+			if (r == NULL || ic->resp_info)
+				break;		/* an informational answer ended */
+			if (r->upgrade) {
+				/* Refused by upstream: HTTP goes on as before. */
+				http_reqs_upgrade_refused(ic->reqs);
+				ic->upgrade_sent = 0;
+				ic->hold = 0;
+				bufferevent_enable(ic->down, EV_READ);
+			}
+			icpt_audit_request(ic, r);
+			ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
+			ic->qn--;
+			if (ic->refusal != NULL && ic->qn == 0) {
+				icpt_release_refusal(ic);	/* it was waiting for this */
+				if (ic->c->state == CS_CLOSED || ic->closing)
+					return;
+			}
+			if (ic->resp_close || r->close) {
+				ic->closing = 1;
+				icpt_maybe_finish(ic);
+				return;
+			}
+			if (ic->c->state == CS_CLOSED)
+				return;
+			if (!ic->hold)
+				icpt_pump_requests(ic);
+			break;
+		case HTTP_RESP_TUNNEL:
+			/* 101: from here on both sides are one byte stream. */
+			if (r == NULL || !r->upgrade) {
+				up_failed(ic, 502, "upstream-malformed", NULL);
+				return;
+			}
+			if (r != NULL) {
+				icpt_audit_request(ic, r);
+				ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
+				ic->qn--;
+			}
+			ic->phase = IC_TUNNEL;
+			bufferevent_enable(ic->down, EV_READ);
+			icpt_tunnel_down_to_up(ic);
+			break;
+		case HTTP_RESP_INVALID:
+			log_info("icpt", "%s: malformed answer: %s", ic->c->name,
+			    why != NULL ? why : "?");
+			evbuffer_drain(in, evbuffer_get_length(in));
+			up_failed(ic, 502, "upstream-malformed", NULL);
+			return;
+		}
+		if (ic->c->state == CS_CLOSED)
+			return;
+	}
+}
