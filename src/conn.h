@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "addr.h"
+#include "outbuf.h"
 #include "policy.h"
 #include "resolve.h"
 #include "sniff.h"
@@ -34,11 +35,7 @@ enum conn_state {
 	CS_CLOSED,		/* waiting for the deferred free */
 };
 
-/* Output queued in user space for one side (refusals, replayed bytes). */
-struct outbuf {
-	uint8_t		*buf;
-	size_t		 len, off, cap;	/* bytes buf[off..len) are queued */
-};
+/* Output queued in user space for one side (refusals, replayed bytes): outbuf.h. */
 
 /* One side of a connection: down is the sandbox, up the upstream. */
 struct half {

@@ -29,6 +29,7 @@
 #include "dnsmsg.h"
 #include "dnsup.h"
 #include "log.h"
+#include "outbuf.h"
 #include "policy.h"
 #include "sniff.h"
 #include "state.h"
@@ -51,8 +52,7 @@ struct dnstcp {
 	socklen_t	 fromlen;
 	uint8_t		 in[2 + TCP_MSG_MAX];
 	size_t		 inlen;
-	uint8_t		*out;
-	size_t		 outlen, outoff;
+	struct outbuf	 out;		/* answers, each with its length */
 	unsigned	 inflight;
 	int		 closed;	/* freed when inflight drops to 0 */
 	int		 finishing;	/* reads no more; closes once answers are out */
@@ -191,22 +191,15 @@ static void tcp_write_cb(evutil_socket_t, short, void *);
 static void
 tcp_send(struct dnstcp *t, const uint8_t *msg, size_t len)
 {
-	uint8_t *n;
-	size_t have = t->outlen - t->outoff;
+	uint8_t lenbuf[2] = { (uint8_t)(len >> 8), (uint8_t)len };
 
 	if (t->closed || t->fd == -1)
 		return;
-	if ((n = malloc(have + len + 2)) == NULL)
+	/* Length and message go together, or neither (the stream stays framed). */
+	if (outbuf_reserve(&t->out, len + 2) != 0)
 		return;
-	if (have > 0)
-		memcpy(n, t->out + t->outoff, have);
-	n[have] = (uint8_t)(len >> 8);
-	n[have + 1] = (uint8_t)len;
-	memcpy(n + have + 2, msg, len);
-	free(t->out);
-	t->out = n;
-	t->outlen = have + len + 2;
-	t->outoff = 0;
+	outbuf_append(&t->out, lenbuf, 2);
+	outbuf_append(&t->out, msg, len);
 	tcp_write_cb(t->fd, EV_WRITE, t);
 }
 
@@ -468,7 +461,7 @@ tcp_free(struct dnstcp *t)
 	t->closed = 1;
 	if (t->inflight > 0)
 		return;		/* the last question frees it */
-	free(t->out);
+	outbuf_free(&t->out);
 	free(t);
 }
 
@@ -478,8 +471,8 @@ tcp_write_cb(evutil_socket_t fd, short what, void *arg)
 	struct dnstcp *t = arg;
 	ssize_t n;
 
-	while (t->outoff < t->outlen) {
-		n = send(t->fd, t->out + t->outoff, t->outlen - t->outoff,
+	while (outbuf_pending(&t->out) > 0) {
+		n = send(t->fd, t->out.buf + t->out.off, outbuf_pending(&t->out),
 		    MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR) {
@@ -492,7 +485,7 @@ tcp_write_cb(evutil_socket_t fd, short what, void *arg)
 			event_active(t->timer, EV_TIMEOUT, 0);
 			return;
 		}
-		t->outoff += (size_t)n;
+		t->out.off += (size_t)n;
 	}
 	event_del(t->wev);
 	tcp_maybe_done(t);
@@ -503,7 +496,7 @@ static void
 tcp_maybe_done(struct dnstcp *t)
 {
 	if (t->finishing && !t->closed && t->inflight == 0 &&
-	    t->outoff == t->outlen)
+	    outbuf_pending(&t->out) == 0)
 		tcp_free(t);
 }
 

@@ -45,31 +45,7 @@ half_want_write(struct half *h, int on)
 size_t
 half_pending(const struct half *h)
 {
-	return h->out.len - h->out.off;
-}
-
-/* Makes room for len more bytes at the end of h's queue. */
-static int
-out_reserve(struct outbuf *o, size_t len)
-{
-	size_t have = o->len - o->off, cap;
-	uint8_t *n;
-
-	if (o->off > 0 && (have == 0 || o->off >= o->cap / 2)) {
-		memmove(o->buf, o->buf + o->off, have);	/* compact */
-		o->len = have;
-		o->off = 0;
-	}
-	if (o->cap - o->len >= len)
-		return 0;
-	cap = o->cap ? o->cap : 4096;
-	while (cap - o->len < len)
-		cap *= 2;
-	if ((n = realloc(o->buf, cap)) == NULL)
-		return SL_ERR_NOMEM;
-	o->buf = n;
-	o->cap = cap;
-	return 0;
+	return outbuf_pending(&h->out);
 }
 
 int
@@ -77,10 +53,8 @@ half_send(struct half *h, const void *data, size_t len)
 {
 	if (len == 0)
 		return 0;
-	if (out_reserve(&h->out, len) != 0)
+	if (outbuf_append(&h->out, data, len) != 0)
 		return SL_ERR_NOMEM;
-	memcpy(h->out.buf + h->out.len, data, len);
-	h->out.len += len;
 	half_want_write(h, 1);
 	return 0;
 }
@@ -120,8 +94,7 @@ half_reset(struct half *h)
 		close(h->pipe[1]);
 	h->fd = h->pipe[0] = h->pipe[1] = -1;
 	h->inpipe = 0;
-	free(h->out.buf);
-	memset(&h->out, 0, sizeof(h->out));
+	outbuf_free(&h->out);
 }
 
 int
