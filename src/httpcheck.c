@@ -13,21 +13,10 @@
 
 #include "httphead.h"
 #include "httphead_int.h"
+#include "httppath.h"
 
 #define CHUNK_SIZE_DIGITS	16	/* hex digits: fits a uint64_t */
 #define CHUNK_EXT_MAX		1024	/* bytes of chunk extensions per chunk */
-
-static int
-hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* ---- the head guard ----------------------------------------------------- */
 
@@ -263,7 +252,7 @@ chunk_byte(struct bodyguard *b, uint8_t c)
 			b->ext = 0;
 			return NULL;
 		}
-		if ((v = hexval(c)) < 0 || b->digits == CHUNK_SIZE_DIGITS)
+		if ((v = http_hexval(c)) < 0 || b->digits == CHUNK_SIZE_DIGITS)
 			return "invalid chunk size";
 		b->left = b->left << 4 | (uint64_t)v;
 		b->digits++;

@@ -12,9 +12,8 @@
 
 static const char hexdigits[] = "0123456789ABCDEF";
 
-/* The value of a hex digit, or -1. */
-static int
-hexval(unsigned char c)
+int
+http_hexval(unsigned char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -61,8 +60,8 @@ target_byte(const char *s, size_t len, size_t i, size_t *n, const char **why)
 		*n = 1;
 		return c;
 	}
-	if (len - i < 3 || (hi = hexval((unsigned char)s[i + 1])) < 0 ||
-	    (lo = hexval((unsigned char)s[i + 2])) < 0) {
+	if (len - i < 3 || (hi = http_hexval((unsigned char)s[i + 1])) < 0 ||
+	    (lo = http_hexval((unsigned char)s[i + 2])) < 0) {
 		*why = "malformed percent-escape";
 		return -1;
 	}

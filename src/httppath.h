@@ -49,4 +49,7 @@ int	http_path_normalize(const char *target, size_t len, char *out,
 	    size_t outlen, size_t *pathlen, const char **query,
 	    size_t *querylen, const char **why);
 
+/* The value of a hex digit (either case), or -1. */
+int	http_hexval(unsigned char c);
+
 #endif

@@ -127,7 +127,8 @@ forward_head(struct icpt *ic, const struct http_head *h,
     const struct intercept_rule *rule, const char *target)
 {
 	struct conn *c = ic->c;
-	char *buf;
+	struct evbuffer_iovec v;
+	struct evbuffer *out;
 	long n;
 
 	if (ic->qn == ICPT_MAX_PENDING ||
@@ -167,19 +168,21 @@ forward_head(struct icpt *ic, const struct http_head *h,
 			return -1;
 		}
 	}
-	if ((buf = malloc(ICPT_HEAD_MAX)) == NULL) {
+	/* Written in place at the end of the upstream's queue: no copy. */
+	out = icpt_up_out(ic);
+	if (evbuffer_reserve_space(out, ICPT_HEAD_MAX, &v, 1) != 1) {
 		conn_close(c, "out-of-memory");
 		return -1;
 	}
 	n = http_head_serialize_upstream(h, target, c->name, c->dst_port,
-	    h->upgrade, NULL, 0, NULL, 0, buf, ICPT_HEAD_MAX);
+	    h->upgrade, NULL, 0, NULL, 0, v.iov_base, v.iov_len);
 	if (n < 0) {
-		free(buf);
+		evbuffer_commit_space(out, &v, 0);
 		icpt_refuse(ic, 400, "refused", "header-too-large", NULL, 1);
 		return -1;
 	}
-	evbuffer_add(icpt_up_out(ic), buf, (size_t)n);
-	free(buf);
+	v.iov_len = (size_t)n;
+	evbuffer_commit_space(out, &v, 1);
 	ic->cur.upgrade = h->upgrade;
 	ic->cur.close = !h->keep_alive;
 	ic->last_request = ic->cur.close;
@@ -199,7 +202,7 @@ icpt_pump_requests(struct icpt *ic)
 	enum http_ev ev;
 	size_t len, used;
 	uint8_t *data;
-	char *target;
+	char target[2 * ICPT_PATH_MAX];	/* path, '?', query */
 
 	if (ic->phase != IC_REQUESTS)
 		return;
@@ -239,18 +242,13 @@ icpt_pump_requests(struct icpt *ic)
 		case HTTP_EV_HEAD:
 			ic->from_sandbox += used;
 			evbuffer_drain(in, used);
-			if ((target = malloc(ICPT_PATH_MAX * 2)) == NULL) {
-				conn_close(ic->c, "out-of-memory");
-				return;
-			}
 			ic->expect_tunnel = h->upgrade || h->is_connect;
 			ic->upgrade_sent = 0;
-			rule = judge(ic, h, target, ICPT_PATH_MAX * 2);
+			rule = judge(ic, h, target, sizeof(target));
 			if (rule != NULL && forward_head(ic, h, rule, target) == 0)
 				ic->body = BODY_FORWARD;
 			else
 				ic->body = BODY_DISCARD;
-			free(target);
 			break;
 		case HTTP_EV_TUNNEL:
 			ic->expect_tunnel = 0;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "httphead.h"
+#include "httppath.h"
 #include "policy.h"
 
 /* How the text under a glob is read. */
@@ -18,18 +19,6 @@ enum decode {
 	DEC_PCT,	/* path segments: %XX is one byte */
 	DEC_FORM,	/* query names and values: %XX, and '+' is a space */
 };
-
-static int
-hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 static unsigned char
 lower(unsigned char c)
@@ -53,8 +42,8 @@ next_byte(const char *s, size_t len, size_t *i, enum decode mode)
 		return ' ';
 	}
 	if (mode != DEC_RAW && c == '%' && len - *i >= 3 &&
-	    (hi = hexval((unsigned char)s[*i + 1])) >= 0 &&
-	    (lo = hexval((unsigned char)s[*i + 2])) >= 0) {
+	    (hi = http_hexval((unsigned char)s[*i + 1])) >= 0 &&
+	    (lo = http_hexval((unsigned char)s[*i + 2])) >= 0) {
 		*i += 3;
 		return (unsigned char)(hi << 4 | lo);
 	}
