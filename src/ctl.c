@@ -37,6 +37,8 @@
 #define CTL_MAX_CONNS	64
 #define CTL_IDLE_S	30
 #define CTL_URL_MAX	2048
+#define CTL_LINGER_S	2		/* after a closing answer, see drained_cb */
+#define CTL_LINGER_MAX	(16u << 20)
 
 struct ctl_conn {
 	TAILQ_ENTRY(ctl_conn) link;
@@ -54,6 +56,8 @@ struct ctl_conn {
 	int		 keep_alive;
 	int		 waiting;	/* resp waits for its generation */
 	int		 closing;	/* the last answer is being flushed */
+	int		 lingering;	/* it is out; the peer's rest is dropped */
+	size_t		 discarded;
 	int		 refused;	/* the peer may not use the API */
 	struct ctl_resp	 resp;
 };
@@ -200,10 +204,35 @@ conn_free(struct ctl_conn *cc)
 	free(cc);
 }
 
+/*
+ * The last answer is out: say so (our end of the stream), then read and
+ * drop what the peer still sends until it closes, for a bounded time and
+ * size.  Closing with unread bytes would reset the connection, and a
+ * peer still sending a body we refused (413) would lose our answer.
+ */
 static void
 drained_cb(struct bufferevent *bev, void *arg)
 {
-	conn_free(arg);
+	struct ctl_conn *cc = arg;
+	struct timeval linger = { CTL_LINGER_S, 0 };
+
+	if (cc->lingering)
+		return;
+	cc->lingering = 1;
+	shutdown(bufferevent_getfd(bev), SHUT_WR);
+	bufferevent_set_timeouts(bev, &linger, NULL);
+}
+
+static void
+linger_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct ctl_conn *cc = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	cc->discarded += evbuffer_get_length(in);
+	evbuffer_drain(in, evbuffer_get_length(in));
+	if (cc->discarded > CTL_LINGER_MAX)
+		conn_free(cc);
 }
 
 /* Sends cc->resp; then reads the next request, or closes. */
@@ -234,8 +263,9 @@ conn_send(struct ctl_conn *cc)
 	cc->headbytes = 0;
 	if (!cc->keep_alive) {
 		cc->closing = 1;
-		bufferevent_disable(cc->bev, EV_READ);
-		bufferevent_setcb(cc->bev, NULL, drained_cb, conn_event_cb, cc);
+		bufferevent_setcb(cc->bev, linger_read_cb, drained_cb,
+		    conn_event_cb, cc);
+		bufferevent_enable(cc->bev, EV_READ);
 		return;
 	}
 	llhttp_resume(&cc->parser);
