@@ -34,9 +34,9 @@ static const struct cmd cmds[] = {
 	{ NULL, "stats", "", cmd_stats },
 	{ "audit", "tail", "[-f]", cmd_audit_tail },
 	{ "audit", "verify", "FILE... --pub signing.pub", cmd_not_yet },
-	{ NULL, "keygen", "--out DIR", cmd_not_yet },
-	{ NULL, "seal", "--pub gateway.pub --name NAME [--host H]...",
-	    cmd_not_yet },
+	{ NULL, "keygen", "--out DIR", cmd_keygen },
+	{ NULL, "seal", "--pub gateway.pub --name NAME [--host H]... "
+	    "[--secret-version N] [--out FILE]", cmd_seal },
 };
 #define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
 

@@ -79,4 +79,8 @@ int	cmd_reload(struct ctl *, const struct cmd *, int, char **);
 int	cmd_stats(struct ctl *, const struct cmd *, int, char **);
 int	cmd_audit_tail(struct ctl *, const struct cmd *, int, char **);
 
+/* cmd_keys.c: offline */
+int	cmd_keygen(struct ctl *, const struct cmd *, int, char **);
+int	cmd_seal(struct ctl *, const struct cmd *, int, char **);
+
 #endif

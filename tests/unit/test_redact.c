@@ -1,0 +1,769 @@
+/* test_redact.c: the streaming secret redactor. */
+#include "autoconf.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <setjmp.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <sodium.h>
+
+#include "err.h"
+#include "redact.h"
+
+#define MARK		REDACT_MARK
+#define MARK_LEN	(sizeof(REDACT_MARK) - 1)
+
+/* What a redactor emitted. */
+struct out {
+	uint8_t		*buf;
+	size_t		 len, cap;
+	size_t		 calls;
+	size_t		 stop_at;	/* the call (from 1) that says stop */
+	const uint8_t	*last;		/* the pointer of the last call */
+};
+
+static int
+collect(void *arg, const uint8_t *p, size_t len)
+{
+	struct out *o = arg;
+
+	assert_true(len > 0);
+	o->calls++;
+	o->last = p;
+	if (o->stop_at != 0 && o->calls == o->stop_at)
+		return 1;
+	if (len > o->cap - o->len) {
+		o->cap = (o->cap + len) * 2;
+		assert_non_null(o->buf = realloc(o->buf, o->cap));
+	}
+	memcpy(o->buf + o->len, p, len);
+	o->len += len;
+	return 0;
+}
+
+static void
+out_free(struct out *o)
+{
+	free(o->buf);
+	memset(o, 0, sizeof(*o));
+}
+
+/* A handful of patterns from C strings. */
+static size_t
+pats_of(struct redact_pat *pats, const char *const *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		pats[i].p = (const uint8_t *)s[i];
+		pats[i].len = strlen(s[i]);
+	}
+	return n;
+}
+
+/*
+ * The contract, written plainly: from the current start, the first byte
+ * where some pattern ends is replaced, with the longest pattern ending
+ * there, and the search starts again after it.
+ */
+static size_t
+naive(const struct redact_pat *pats, size_t n, const uint8_t *in, size_t len,
+    uint8_t *out, uint64_t *count)
+{
+	size_t from = 0, end, best, k, o = 0;
+
+	for (end = 1; end <= len; end++) {
+		best = 0;
+		for (k = 0; k < n; k++)
+			if (pats[k].len <= end - from && pats[k].len > best &&
+			    memcmp(in + end - pats[k].len, pats[k].p,
+			    pats[k].len) == 0)
+				best = pats[k].len;
+		if (best == 0)
+			continue;
+		memcpy(out + o, in + from, end - best - from);
+		o += end - best - from;
+		memcpy(out + o, MARK, MARK_LEN);
+		o += MARK_LEN;
+		from = end;
+		(*count)++;
+	}
+	memcpy(out + o, in + from, len - from);
+	return o + len - from;
+}
+
+/* Streams in, cut at cuts[0..ncuts) (ascending), into o; returns the count. */
+static uint64_t
+stream(struct redactor *r, const struct redact_pat *pats, size_t n,
+    const uint8_t *in, size_t len, const size_t *cuts, size_t ncuts,
+    struct out *o)
+{
+	size_t i, from = 0, to;
+
+	assert_int_equal(redactor_reset(r, pats, n), 0);
+	for (i = 0; i <= ncuts; i++) {
+		to = i < ncuts ? cuts[i] : len;
+		assert_int_equal(redactor_feed(r, in + from, to - from,
+		    collect, o), 0);
+		from = to;
+	}
+	assert_int_equal(redactor_flush(r, collect, o), 0);
+	return redactor_count(r);
+}
+
+/*
+ * Whatever the cuts (none, one anywhere, two anywhere for short inputs,
+ * every byte alone), the stream redacts in to want, as redact_buf does.
+ */
+static void
+check_splits(const struct redact_pat *pats, size_t n, const uint8_t *in,
+    size_t len, const uint8_t *want, size_t want_len, uint64_t want_count)
+{
+	struct redactor *r;
+	struct out o = { 0 };
+	size_t cuts[2], i, j, *ones;
+	uint8_t *buf;
+	uint64_t count = 0;
+	long got;
+
+	assert_non_null(r = redactor_new());
+	assert_non_null(buf = malloc(10 * len + 1));
+	got = redact_buf(pats, n, in, len, buf, 10 * len + 1, &count);
+	assert_int_equal(got, want_len);
+	assert_memory_equal(buf, want, want_len);
+	assert_int_equal(count, want_count);
+
+	assert_int_equal(stream(r, pats, n, in, len, NULL, 0, &o), want_count);
+	assert_int_equal(o.len, want_len);
+	assert_memory_equal(o.buf, want, want_len);
+	out_free(&o);
+	for (i = 0; i <= len; i++) {
+		cuts[0] = i;
+		assert_int_equal(stream(r, pats, n, in, len, cuts, 1, &o),
+		    want_count);
+		assert_int_equal(o.len, want_len);
+		assert_memory_equal(o.buf, want, want_len);
+		out_free(&o);
+		for (j = i; len <= 200 && j <= len; j++) {
+			cuts[1] = j;
+			assert_int_equal(stream(r, pats, n, in, len, cuts, 2,
+			    &o), want_count);
+			assert_int_equal(o.len, want_len);
+			assert_memory_equal(o.buf, want, want_len);
+			out_free(&o);
+		}
+	}
+	assert_non_null(ones = calloc(len + 1, sizeof(*ones)));
+	for (i = 0; i < len; i++)
+		ones[i] = i + 1;
+	assert_int_equal(stream(r, pats, n, in, len, ones, len, &o),
+	    want_count);
+	assert_int_equal(o.len, want_len);
+	assert_memory_equal(o.buf, want, want_len);
+	out_free(&o);
+	free(ones);
+	free(buf);
+	redactor_free(r);
+}
+
+/* check_splits() with C strings. */
+static void
+check_str(const char *const *s, size_t n, const char *in, const char *want,
+    uint64_t want_count)
+{
+	struct redact_pat pats[8];
+
+	assert_true(n <= 8);
+	pats_of(pats, s, n);
+	check_splits(pats, n, (const uint8_t *)in, strlen(in),
+	    (const uint8_t *)want, strlen(want), want_count);
+}
+
+/* ---- forms --------------------------------------------------------------- */
+
+/* Forms of value, checked to be well made; returns n. */
+static int
+forms(const char *value, size_t len, uint8_t **store, struct redact_pat *pats)
+{
+	size_t size = redact_forms_size(len), used = 0, i, j;
+	int n;
+
+	assert_true(size > 0);
+	assert_non_null(*store = malloc(size));
+	n = redact_forms((const uint8_t *)value, len, *store, size, pats,
+	    REDACT_MAX_FORMS);
+	assert_true(n >= 1 && n <= REDACT_MAX_FORMS);
+	assert_int_equal(pats[0].len, len);
+	assert_memory_equal(pats[0].p, value, len);
+	for (i = 0; i < (size_t)n; i++) {
+		/* Laid out one after the other, within the bound. */
+		assert_ptr_equal(pats[i].p, *store + used);
+		assert_true(pats[i].len >= 1);
+		used += pats[i].len;
+		for (j = 0; j < i; j++)
+			assert_false(pats[i].len == pats[j].len &&
+			    memcmp(pats[i].p, pats[j].p, pats[i].len) == 0);
+	}
+	assert_true(used <= size);
+	return n;
+}
+
+static void
+check_forms(const char *value, size_t len, const char *const *want,
+    size_t nwant)
+{
+	struct redact_pat pats[REDACT_MAX_FORMS];
+	uint8_t *store;
+	size_t i;
+
+	assert_int_equal(forms(value, len, &store, pats), nwant);
+	for (i = 0; i < nwant; i++) {
+		assert_int_equal(pats[i].len, strlen(want[i]));
+		assert_memory_equal(pats[i].p, want[i], pats[i].len);
+	}
+	free(store);
+}
+
+/* Expected strings from Python's base64 and urllib.parse.quote(safe=''). */
+static void
+t_forms_known(void **st)
+{
+	static const char v1[] = "s3cr3t Tok~n/+?\xfe";
+	static const char *const w1[] = {
+		v1,
+		"czNjcjN0IFRva35uLys//",	/* of ...Lys//g== */
+		"czNjcjN0IFRva35uLys__",
+		"MzY3IzdCBUb2t+bi8rP/",		/* after 1 byte */
+		"MzY3IzdCBUb2t-bi8rP_",
+		"zM2NyM3QgVG9rfm4vKz/+",	/* after 2 bytes */
+		"zM2NyM3QgVG9rfm4vKz_-",
+		"s3cr3t%20Tok~n%2F%2B%3F%FE",
+		"s3cr3t%20Tok~n%2f%2b%3f%fe",
+		"s3cr3t+Tok~n%2F%2B%3F%FE",
+	};
+	static const char v2[] = "\xfb\xff\xbf\xfb\xff\xbf\xfb\xff";
+	static const char *const w2[] = {
+		v2,
+		"+/+/+/+/+/", "-_-_-_-_-_",
+		"v/v/v/v/v/", "v_v_v_v_v_",
+		"7/7/7/7/7/", "7_7_7_7_7_",
+		"%FB%FF%BF%FB%FF%BF%FB%FF",
+		"%fb%ff%bf%fb%ff%bf%fb%ff",	/* no space: form == upper */
+	};
+	/* base64 "YWJjZGVm"; the shifted cores have 7 chars, too short. */
+	static const char *const w3[] = { "abcdef", "YWJjZGVm" };
+	/* "YWI=": the last char mixes in the next byte's bits. */
+	static const char *const w4[] = { "ab", "YW" };
+	/* "IA==": only "I" is the value's alone. */
+	static const char *const w5[] = { " ", "I", "%20", "+" };
+
+	check_forms(v1, sizeof(v1) - 1, w1, 10);
+	check_forms(v2, sizeof(v2) - 1, w2, 9);
+	check_forms("abcdef", 6, w3, 2);
+	check_forms("ab", 2, w4, 2);
+	check_forms(" ", 1, w5, 4);
+}
+
+/* A base64 text with the value anywhere in it is caught. */
+static void
+t_forms_cover_base64(void **st)
+{
+	static const int variants[] = {
+		sodium_base64_VARIANT_ORIGINAL,
+		sodium_base64_VARIANT_ORIGINAL_NO_PADDING,
+		sodium_base64_VARIANT_URLSAFE,
+		sodium_base64_VARIANT_URLSAFE_NO_PADDING,
+	};
+	struct redact_pat pats[REDACT_MAX_FORMS];
+	uint8_t raw[64], *store, *out;
+	char b64[128];
+	size_t len, pre, suf, v, trial, rawlen;
+	uint64_t count;
+	long got;
+	int n;
+
+	assert_true(sodium_init() >= 0);
+	for (len = 1; len <= 40; len++) {
+		for (trial = 0; trial < 4; trial++) {
+			randombytes_buf(raw, sizeof(raw));
+			n = forms((const char *)raw + 8, len, &store, pats);
+			for (pre = 0; pre <= 5; pre++)
+			for (suf = 0; suf <= 3; suf++)
+			for (v = 0; v < 4; v++) {
+				rawlen = pre + len + suf;
+				sodium_bin2base64(b64, sizeof(b64),
+				    raw + 8 - pre, rawlen, variants[v]);
+				assert_non_null(out = malloc(10 * strlen(b64)));
+				count = 0;
+				got = redact_buf(pats, (size_t)n,
+				    (const uint8_t *)b64, strlen(b64), out,
+				    10 * strlen(b64), &count);
+				assert_true(got > 0);
+				/* Shifted cores exist from 7 bytes on. */
+				if (pre % 3 == 0 || len >= 7)
+					assert_true(count >= 1);
+				free(out);
+			}
+			free(store);
+		}
+	}
+}
+
+/* redact_forms_size() bounds what redact_forms() writes; bad calls fail. */
+static void
+t_forms_size(void **st)
+{
+	struct redact_pat pats[REDACT_MAX_FORMS];
+	uint8_t *value, *store;
+	size_t len, kind, used, i, size;
+	int n;
+
+	assert_int_equal(redact_forms_size(0), 0);
+	assert_int_equal(redact_forms_size(REDACT_MAX_VALUE + 1), 0);
+	assert_non_null(value = malloc(REDACT_MAX_VALUE));
+	for (len = 1; len <= REDACT_MAX_VALUE; len = len < 300 ? len + 1 :
+	    len * 3 / 2) {
+		for (kind = 0; kind < 4; kind++) {
+			/* Worst for %XX (0xff, space), alnum, and noise. */
+			if (kind < 3)
+				memset(value, "\xff a"[kind], len);
+			else
+				randombytes_buf(value, len);
+			n = forms((const char *)value, len, &store, pats);
+			for (i = 0, used = 0; i < (size_t)n; i++)
+				used += pats[i].len;
+			assert_true(used <= redact_forms_size(len));
+			free(store);
+		}
+	}
+	len = REDACT_MAX_VALUE;
+	randombytes_buf(value, len);
+	size = redact_forms_size(len);
+	assert_non_null(store = malloc(size));
+	assert_true(redact_forms(value, len, store, size, pats,
+	    REDACT_MAX_FORMS) >= 1);
+	assert_int_equal(redact_forms(value, len, store, size - 1, pats,
+	    REDACT_MAX_FORMS), SL_ERR_INVALID);
+	assert_int_equal(redact_forms(value, len, store, size, pats,
+	    REDACT_MAX_FORMS - 1), SL_ERR_INVALID);
+	assert_int_equal(redact_forms(value, 0, store, size, pats,
+	    REDACT_MAX_FORMS), SL_ERR_INVALID);
+	assert_int_equal(redact_forms(value, REDACT_MAX_VALUE + 1, store,
+	    SIZE_MAX, pats, REDACT_MAX_FORMS), SL_ERR_INVALID);
+	free(store);
+	free(value);
+}
+
+/* ---- streaming ----------------------------------------------------------- */
+
+/* Each form of a value, in a body, cut anywhere. */
+static void
+t_forms_in_body(void **st)
+{
+	static const char v1[] = "s3cr3t Tok~n/+?\xfe";
+	struct redact_pat pats[REDACT_MAX_FORMS];
+	uint8_t *store, body[1024], want[2048];
+	size_t k, blen, wlen;
+	int n;
+
+	n = forms(v1, sizeof(v1) - 1, &store, pats);
+	assert_int_equal(n, 10);
+	for (k = 0; k < (size_t)n; k++) {
+		blen = wlen = 0;
+		memcpy(body, "{\"echo\": \"", 10);
+		memcpy(want, body, 10);
+		blen = wlen = 10;
+		memcpy(body + blen, pats[k].p, pats[k].len);
+		blen += pats[k].len;
+		memcpy(want + wlen, MARK, MARK_LEN);
+		wlen += MARK_LEN;
+		memcpy(body + blen, "\"}\n", 3);
+		memcpy(want + wlen, "\"}\n", 3);
+		blen += 3;
+		wlen += 3;
+		check_splits(pats, (size_t)n, body, blen, want, wlen, 1);
+	}
+	/* All of them, back to back and apart, in one body. */
+	blen = wlen = 0;
+	for (k = 0; k < (size_t)n; k++) {
+		memcpy(body + blen, pats[k].p, pats[k].len);
+		blen += pats[k].len;
+		memcpy(want + wlen, MARK, MARK_LEN);
+		wlen += MARK_LEN;
+		if (k % 2) {
+			memcpy(body + blen, " = ", 3);
+			memcpy(want + wlen, " = ", 3);
+			blen += 3;
+			wlen += 3;
+		}
+	}
+	check_splits(pats, (size_t)n, body, blen, want, wlen, (uint64_t)n);
+	free(store);
+}
+
+static void
+t_overlaps(void **st)
+{
+	static const char *const aba[] = { "aba" };
+	static const char *const inner[] = { "abcd", "bc" };
+	static const char *const same_end[] = { "bcd", "abcd" };
+	static const char *const prefix[] = { "sec", "secret" };
+	static const char *const aab[] = { "aab" };
+	static const char *const suffix[] = { "b", "ab" };
+	static const char *const many[] = { "he", "she", "his", "hers" };
+
+	/* The first occurrence wins; the overlapping one is gone. */
+	check_str(aba, 1, "ababa", MARK "ba", 1);
+	check_str(aba, 1, "abaaba", MARK MARK, 2);
+	check_str(aba, 1, "xabababax", "x" MARK "b" MARK "x", 2);
+	/* The one that ends first, even if it starts later. */
+	check_str(inner, 2, "abcd", "a" MARK "d", 1);
+	/* Of those ending together, the longest. */
+	check_str(same_end, 2, "xabcdx", "x" MARK "x", 1);
+	check_str(suffix, 2, "ab b", MARK " " MARK, 2);
+	/* A pattern that begins another ends first. */
+	check_str(prefix, 2, "secret", MARK "ret", 1);
+	check_str(prefix, 2, "secre", MARK "re", 1);
+	/* Failure links: the match starts one byte into the held bytes. */
+	check_str(aab, 1, "aaab", "a" MARK, 1);
+	check_str(aab, 1, "aaaaaaaaab aa", "aaaaaaa" MARK " aa", 1);
+	check_str(many, 4, "ushers", "u" MARK "rs", 1);
+	check_str(many, 4, "this his hers", "t" MARK " " MARK " " MARK "rs",
+	    3);
+}
+
+/* A possible start of a pattern waits for the next feed, or the flush. */
+static void
+t_held_back(void **st)
+{
+	static const char *const secret[] = { "secret" };
+	struct redact_pat pats[1];
+	struct redactor *r;
+	struct out o = { 0 };
+
+	pats_of(pats, secret, 1);
+	assert_non_null(r = redactor_new());
+	assert_int_equal(redactor_reset(r, pats, 1), 0);
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"xx secr", 7,
+	    collect, &o), 0);
+	assert_int_equal(o.len, 3);
+	assert_memory_equal(o.buf, "xx ", 3);
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"", 0, collect,
+	    &o), 0);
+	assert_int_equal(o.len, 3);
+	/* "secre" then "x": all of it goes, from the pattern's bytes. */
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"ex", 2, collect,
+	    &o), 0);
+	assert_int_equal(o.len, 9);
+	assert_memory_equal(o.buf, "xx secre", 8);
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"s", 1, collect,
+	    &o), 0);
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"e", 1, collect,
+	    &o), 0);
+	assert_int_equal(o.len, 9);
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(o.len, 11);
+	assert_memory_equal(o.buf, "xx secrexse", 11);
+	/* Flushed, then fed again: a new stream, nothing left from before. */
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"cret", 4, collect,
+	    &o), 0);
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(o.len, 15);
+	assert_memory_equal(o.buf + 11, "cret", 4);
+	assert_int_equal(redactor_count(r), 0);
+	/* A reset drops what was held back. */
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"abc sec", 7,
+	    collect, &o), 0);
+	assert_int_equal(redactor_reset(r, pats, 1), 0);
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"ret", 3, collect,
+	    &o), 0);
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(o.len, 22);
+	assert_memory_equal(o.buf + 15, "abc ret", 7);
+	out_free(&o);
+	redactor_free(r);
+}
+
+/* Held-back bytes come from the pattern: the input is not kept. */
+static void
+t_input_not_kept(void **st)
+{
+	static const char *const secret[] = { "secret" };
+	struct redact_pat pats[1];
+	struct redactor *r;
+	struct out o = { 0 };
+	uint8_t *in;
+
+	pats_of(pats, secret, 1);
+	assert_non_null(r = redactor_new());
+	assert_int_equal(redactor_reset(r, pats, 1), 0);
+	assert_non_null(in = malloc(7));
+	memcpy(in, "xx secr", 7);
+	assert_int_equal(redactor_feed(r, in, 7, collect, &o), 0);
+	memset(in, 'Z', 7);
+	free(in);
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"!", 1, collect,
+	    &o), 0);
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(o.len, 8);
+	assert_memory_equal(o.buf, "xx secr!", 8);
+	out_free(&o);
+	redactor_free(r);
+}
+
+/* Never more than the longest pattern less one byte is held back. */
+static void
+t_held_bound(void **st)
+{
+	static const char *const p[] = { "aaab", "ab" };
+	struct redact_pat pats[2];
+	struct redactor *r;
+	struct out o = { 0 };
+	uint8_t c;
+	size_t i;
+
+	pats_of(pats, p, 2);
+	assert_non_null(r = redactor_new());
+	assert_int_equal(redactor_reset(r, pats, 2), 0);
+	for (i = 0; i < 1000; i++) {
+		c = 'a';
+		assert_int_equal(redactor_feed(r, &c, 1, collect, &o), 0);
+		/* "aaa" begins "aaab" and stays held; the rest goes. */
+		assert_int_equal(i + 1 - o.len, i < 3 ? i + 1 : 3);
+	}
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(o.len, 1000);
+	out_free(&o);
+	redactor_free(r);
+}
+
+/* With no pattern, each feed is emitted at once, as is, in one piece. */
+static void
+t_passthrough(void **st)
+{
+	static const uint8_t in[] = "GET / HTTP/1.1\r\n\0\xff";
+	struct redactor *r;
+	struct out o = { 0 };
+	uint8_t buf[64];
+
+	assert_non_null(r = redactor_new());
+	assert_int_equal(redactor_reset(r, NULL, 0), 0);
+	assert_int_equal(redactor_feed(r, in, sizeof(in), collect, &o), 0);
+	assert_int_equal(o.calls, 1);
+	assert_ptr_equal(o.last, in);
+	assert_int_equal(redactor_feed(r, in, 0, collect, &o), 0);
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(o.calls, 1);
+	assert_int_equal(o.len, sizeof(in));
+	assert_memory_equal(o.buf, in, sizeof(in));
+	assert_int_equal(redactor_count(r), 0);
+	assert_int_equal(redact_buf(NULL, 0, in, sizeof(in), buf, sizeof(in),
+	    NULL), sizeof(in));
+	assert_memory_equal(buf, in, sizeof(in));
+	out_free(&o);
+	redactor_free(r);
+}
+
+/* A stop from emit fails the feed, and every later one until a reset. */
+static void
+t_emit_stops(void **st)
+{
+	static const char *const p[] = { "key" };
+	static const char in[] = "a key, a k";
+	struct redact_pat pats[1];
+	struct redactor *r;
+	struct out o = { 0 };
+	size_t stop;
+
+	pats_of(pats, p, 1);
+	assert_non_null(r = redactor_new());
+	/* "a ", the mark, ", a ", then "k" at the flush. */
+	for (stop = 1; stop <= 4; stop++) {
+		memset(&o, 0, sizeof(o));
+		o.stop_at = stop;
+		assert_int_equal(redactor_reset(r, pats, 1), 0);
+		if (stop < 4) {
+			assert_int_equal(redactor_feed(r, (const uint8_t *)in,
+			    strlen(in), collect, &o), SL_ERR_IO);
+		} else {
+			assert_int_equal(redactor_feed(r, (const uint8_t *)in,
+			    strlen(in), collect, &o), 0);
+			assert_int_equal(redactor_flush(r, collect, &o),
+			    SL_ERR_IO);
+		}
+		assert_int_equal(o.calls, stop);
+		assert_int_equal(redactor_feed(r, (const uint8_t *)"x", 1,
+		    collect, &o), SL_ERR_IO);
+		assert_int_equal(redactor_flush(r, collect, &o), SL_ERR_IO);
+		assert_int_equal(o.calls, stop);
+		out_free(&o);
+	}
+	assert_int_equal(redactor_reset(r, pats, 1), 0);
+	assert_int_equal(redactor_feed(r, (const uint8_t *)in, strlen(in),
+	    collect, &o), 0);
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(o.len, 17);
+	assert_memory_equal(o.buf, "a " MARK ", a k", 17);
+	out_free(&o);
+	redactor_free(r);
+}
+
+static void
+t_count(void **st)
+{
+	static const char *const p[] = { "tok", "en" };
+	static const char in[] = "token tok en tokk";
+	struct redact_pat pats[2];
+	struct redactor *r;
+	struct out o = { 0 };
+	uint8_t buf[256];
+	uint64_t count = 5;
+
+	pats_of(pats, p, 2);
+	assert_non_null(r = redactor_new());
+	assert_int_equal(redactor_reset(r, pats, 2), 0);
+	assert_int_equal(redactor_count(r), 0);
+	assert_int_equal(redactor_feed(r, (const uint8_t *)in, strlen(in),
+	    collect, &o), 0);
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(redactor_count(r), 5);
+	assert_int_equal(redactor_reset(r, pats, 2), 0);
+	assert_int_equal(redactor_count(r), 0);
+	assert_int_equal(redact_buf(pats, 2, (const uint8_t *)in, strlen(in),
+	    buf, sizeof(buf), &count), o.len);
+	assert_int_equal(count, 10);
+	assert_memory_equal(buf, o.buf, o.len);
+	out_free(&o);
+	redactor_free(r);
+}
+
+static void
+t_bad_setup_fails_closed(void **st)
+{
+	struct redact_pat pats[REDACT_MAX_PATTERNS + 1];
+	struct redactor *r;
+	struct out o = { 0 };
+	uint8_t buf[16];
+	uint64_t count = 0;
+	size_t i;
+
+	for (i = 0; i <= REDACT_MAX_PATTERNS; i++) {
+		pats[i].p = (const uint8_t *)"pattern";
+		pats[i].len = 1 + i % 7;
+	}
+	assert_non_null(r = redactor_new());
+	/* Never reset: nothing passes. */
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"x", 1, collect,
+	    &o), SL_ERR_INVALID);
+	assert_int_equal(redactor_flush(r, collect, &o), SL_ERR_INVALID);
+	assert_int_equal(redactor_reset(r, pats, REDACT_MAX_PATTERNS), 0);
+	assert_int_equal(redactor_reset(r, pats, REDACT_MAX_PATTERNS + 1),
+	    SL_ERR_INVALID);
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"x", 1, collect,
+	    &o), SL_ERR_INVALID);
+	pats[1].len = 0;
+	assert_int_equal(redactor_reset(r, pats, 2), SL_ERR_INVALID);
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"x", 1, collect,
+	    &o), SL_ERR_INVALID);
+	assert_int_equal(o.calls, 0);
+	assert_int_equal(redact_buf(pats, 2, (const uint8_t *)"x", 1, buf,
+	    sizeof(buf), &count), SL_ERR_INVALID);
+	assert_int_equal(redactor_reset(r, pats, 1), 0);
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"x", 1, collect,
+	    &o), 0);
+	out_free(&o);
+	redactor_free(r);
+	redactor_free(NULL);
+}
+
+static void
+t_buf_too_small(void **st)
+{
+	static const char *const p[] = { "pw" };
+	static const char in[] = "user pw!";
+	struct redact_pat pats[1];
+	uint8_t buf[64];
+	uint64_t count = 0;
+
+	pats_of(pats, p, 1);
+	assert_int_equal(redact_buf(pats, 1, (const uint8_t *)in, strlen(in),
+	    buf, 16, &count), 16);
+	assert_memory_equal(buf, "user " MARK "!", 16);
+	assert_int_equal(count, 1);
+	assert_int_equal(redact_buf(pats, 1, (const uint8_t *)in, strlen(in),
+	    buf, 15, &count), SL_ERR_TOO_BIG);
+	assert_int_equal(redact_buf(pats, 1, (const uint8_t *)in, strlen(in),
+	    buf, 6, &count), SL_ERR_TOO_BIG);
+	assert_int_equal(count, 1);
+	assert_int_equal(redact_buf(pats, 1, (const uint8_t *)"", 0, buf, 0,
+	    &count), 0);
+}
+
+/* Random patterns and bodies over a small alphabet, against naive(). */
+static void
+t_random_vs_naive(void **st)
+{
+	struct redact_pat pats[4];
+	uint8_t pbytes[4][8], in[200], want[2000];
+	struct redactor *r;
+	struct out o = { 0 };
+	size_t iter, n, k, j, len, wlen, cuts[8], ncuts;
+	uint64_t count;
+
+	assert_non_null(r = redactor_new());
+	for (iter = 0; iter < 3000; iter++) {
+		n = randombytes_uniform(4) + 1;
+		for (k = 0; k < n; k++) {
+			pats[k].len = randombytes_uniform(6) + 1;
+			for (j = 0; j < pats[k].len; j++)
+				pbytes[k][j] = 'a' + randombytes_uniform(3);
+			pats[k].p = pbytes[k];
+		}
+		len = randombytes_uniform(sizeof(in) + 1);
+		for (j = 0; j < len; j++)
+			in[j] = 'a' + randombytes_uniform(3);
+		count = 0;
+		wlen = naive(pats, n, in, len, want, &count);
+		ncuts = randombytes_uniform(9);
+		for (j = 0; j < ncuts; j++)
+			cuts[j] = randombytes_uniform(len + 1);
+		for (j = 1; j < ncuts; j++)	/* sorted, roughly */
+			if (cuts[j] < cuts[j - 1])
+				cuts[j] = cuts[j - 1];
+		assert_int_equal(stream(r, pats, n, in, len, cuts, ncuts, &o),
+		    count);
+		assert_int_equal(o.len, wlen);
+		assert_memory_equal(o.buf, want, wlen);
+		out_free(&o);
+	}
+	redactor_free(r);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_forms_known),
+		cmocka_unit_test(t_forms_cover_base64),
+		cmocka_unit_test(t_forms_size),
+		cmocka_unit_test(t_forms_in_body),
+		cmocka_unit_test(t_overlaps),
+		cmocka_unit_test(t_held_back),
+		cmocka_unit_test(t_input_not_kept),
+		cmocka_unit_test(t_held_bound),
+		cmocka_unit_test(t_passthrough),
+		cmocka_unit_test(t_emit_stops),
+		cmocka_unit_test(t_count),
+		cmocka_unit_test(t_bad_setup_fails_closed),
+		cmocka_unit_test(t_buf_too_small),
+		cmocka_unit_test(t_random_vs_naive),
+	};
+
+	if (sodium_init() < 0)
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
