@@ -16,7 +16,13 @@
 #      certificate (issued by the test root: sluice passed TLS through)
 #   2. a denied HTTPS request: a TLS access_denied alert
 #   3. a denied plain-HTTP request: 403 with a JSON body
-#   4. the sandbox's policy narrowed live to deny-all: the request of step
+#   4. a credential added on the way out: other.test is intercepted, and
+#      its requests get "Authorization: Bearer <api-token>" from a secret
+#      sealed with sluicectl seal; the upstream sees the token, the sandbox
+#      sees it [REDACTED] where the upstream echoes it; then the token is
+#      rotated live (sluicectl secret put) and the next request gets the
+#      new one
+#   5. the sandbox's policy narrowed live to deny-all: the request of step
 #      1 is refused now, with nothing restarted; then the sandbox is deleted
 # and the audit lines sluiced wrote.  Everything is torn down at the end.
 # Exit 0 only if everything behaved as expected.
@@ -78,8 +84,18 @@ world_start_upstreams "$RUN/pki" "$RUN/state" "$RUN" 2>>"$RUN/world.log" ||
 echo "  sandbox 198.18.0.2  ->  gateway 198.18.0.1 (sluiced, contrib/sluice.nft)  ->  test internet 198.18.1.0/24"
 echo "  allowed.test = 198.18.1.10, denied.test = 198.18.1.12 (dnsmasq in the test internet)"
 
-mkdir -p "$RUN/policy.d"
+mkdir -p "$RUN/policy.d" "$RUN/secrets" "$RUN/put"
 cp "$top/contrib/demo/policy.d/"*.yaml "$top/policy.d/default.yaml" "$RUN/policy.d/"
+# The gateway's keys, and the API token sealed to them (only sluiced can
+# open it; it is bound to other.test).
+TOKEN1="demo-token-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+TOKEN2="demo-token-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+"$SLUICECTL" keygen --out "$RUN/keys" >"$RUN/keygen.out" 2>&1 ||
+    { ok=0; die "sluicectl keygen failed: $(tail -1 "$RUN/keygen.out")"; }
+printf '%s' "$TOKEN1" | "$SLUICECTL" seal --pub "$RUN/keys/gateway.pub" \
+    --name api-token --host other.test --secret-version 1 \
+    >"$RUN/secrets/api-token.sealed" 2>"$RUN/seal.err" ||
+    { ok=0; die "sluicectl seal failed: $(cat "$RUN/seal.err")"; }
 sed "s|@RUN@|$RUN|g" "$top/contrib/demo/sluiced.yaml" >"$RUN/sluiced.yaml"
 
 say "Starting sluiced"
@@ -137,27 +153,61 @@ sed 's/^/  /' "$RUN/3.out"
 grep -q 'HTTP 403' "$RUN/3.out" || bad "expected 403"
 grep -q '"denied"' "$RUN/3.out" || bad "expected a JSON body naming the denial"
 
-say "4. The workflow moves on: nothing may leave the sandbox now"
+say "4. A credential the sandbox never holds"
+echo "  \$ sluicectl secret ls"
+ctl secret ls 2>&1 | sed 's/^/  /'
+# up_auth: the Authorization header of the last request other.test got
+up_auth() {
+	"$PY" -c 'import json,sys
+r = json.load(open(sys.argv[1]))["requests"][-1]
+print(dict((k.lower(), v) for k, v in r["headers"]).get("authorization", "-"))' \
+	    "$RUN/state/other-tls.json" 2>/dev/null
+}
+ICURL="curl -sS --max-time 8 --cacert $RUN/demo-ca.pem --resolve other.test:443:198.18.1.11"
+echo "  sandbox\$ curl -H 'Authorization: Bearer fake' https://other.test/echo-headers"
+echo "  (the sandbox trusts its own CA: sluice terminates TLS for other.test)"
+sandbox $ICURL -H 'Authorization: Bearer fake' https://other.test/echo-headers \
+    >"$RUN/4.body" 2>"$RUN/4.err" || bad "the request failed: $(cat "$RUN/4.err")"
+got=$(up_auth)
+echo "  the upstream received:  Authorization: $got"
+echo "  the sandbox got back:   $(grep -o '"[Aa]uthorization", "[^"]*"' "$RUN/4.body")"
+[ "$got" = "Bearer $TOKEN1" ] || bad "expected the upstream to get the sealed token"
+grep -q 'Bearer \[REDACTED\]' "$RUN/4.body" || bad "expected the echo redacted"
+grep -q "$TOKEN1" "$RUN/4.body" && bad "the token reached the sandbox"
+echo "  \$ sluicectl seal ... --secret-version 2 > api-token.sealed; sluicectl secret put api-token.sealed"
+printf '%s' "$TOKEN2" | "$SLUICECTL" seal --pub "$RUN/keys/gateway.pub" \
+    --name api-token --host other.test --secret-version 2 \
+    >"$RUN/put/api-token.sealed" 2>>"$RUN/seal.err" &&
+ctl secret put "$RUN/put/api-token.sealed" 2>&1 | sed 's/^/  /'
+sandbox $ICURL https://other.test/echo-headers >"$RUN/4b.body" 2>"$RUN/4b.err" ||
+    bad "the request after the rotation failed: $(cat "$RUN/4b.err")"
+got=$(up_auth)
+echo "  the next request:       Authorization: $got   (rotated, nothing restarted)"
+[ "$got" = "Bearer $TOKEN2" ] || bad "expected the rotated token upstream"
+grep -q "$TOKEN2" "$RUN/4b.body" && bad "the token reached the sandbox"
+
+say "5. The workflow moves on: nothing may leave the sandbox now"
 echo "  \$ sluicectl sandbox set-policy demo default     (the shipped deny-all)"
 ctl sandbox set-policy demo default >"$RUN/set.out" 2>&1 ||
     bad "sluicectl sandbox set-policy failed: $(cat "$RUN/set.out")"
 sed -n 's/^\(policy.*\)/  \1/p' "$RUN/set.out"
 echo "  sandbox\$ curl https://allowed.test/   (the request of step 1, again)"
 sandbox $CURL --resolve allowed.test:443:198.18.1.10 https://allowed.test/ \
-    >"$RUN/4.body" 2>"$RUN/4.err"
+    >"$RUN/5.body" 2>"$RUN/5.err"
 rc=$?
-echo "  exit $rc: $(cat "$RUN/4.err")"
+echo "  exit $rc: $(cat "$RUN/5.err")"
 [ $rc = 35 ] || bad "expected curl exit 35 (TLS alert) under deny-all"
 echo "  \$ sluicectl sandbox rm demo"
 ctl sandbox rm demo 2>&1 | sed 's/^/  /'
 ctl sandbox ca demo >/dev/null 2>&1 && bad "the deleted sandbox's CA is still served"
 
 say "The test internet saw"
-for s in allowed-tls denied-tls denied-http; do
+for s in allowed-tls other-tls denied-tls denied-http; do
 	n=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["accepted"])' "$RUN/state/$s.json" 2>/dev/null)
 	echo "  $s: ${n:-?} connection(s)"
 	case "$s" in
 	allowed-tls) [ "$n" = 1 ] || bad "expected 1 connection at allowed.test" ;;
+	other-tls) [ "${n:-0}" -ge 1 ] || bad "expected the injected requests at other.test" ;;
 	*) [ "$n" = 0 ] || bad "expected nothing to reach $s" ;;
 	esac
 done
@@ -180,14 +230,20 @@ recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 want = [("pass", "allowed.test", "agent"), ("deny", "denied.test", "agent"),
         ("deny", "denied.test", "agent"), ("deny", "allowed.test", "default")]
 got = sorted((r.get("action"), r.get("sni") or r.get("host"), r.get("policy"))
-             for r in recs if r.get("type") == "conn")
+             for r in recs if r.get("type") == "conn" and
+             (r.get("sni") or r.get("host")) != "other.test")
 if got != sorted(want):
     print("  !! audit records %s, expected %s" % (got, sorted(want)))
     sys.exit(1)
 life = [r["type"] for r in recs if r.get("type") in
-        ("sandbox_add", "policy_change", "sandbox_delete")]
-if life != ["sandbox_add", "policy_change", "sandbox_delete"]:
+        ("sandbox_add", "policy_change", "sandbox_delete", "secret_rotate")]
+if life != ["secret_rotate", "sandbox_add", "secret_rotate", "policy_change",
+            "sandbox_delete"]:
     print("  !! lifecycle records %s" % life)
+    sys.exit(1)
+inj = [r for r in recs if r.get("type") == "request" and r.get("action") == "inject"]
+if [[s["version"] for s in r["secrets"]] for r in inj] != [[1], [2]]:
+    print("  !! injected request records %s" % inj)
     sys.exit(1)
 EOF
 

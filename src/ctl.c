@@ -328,14 +328,9 @@ route(struct ctl_conn *cc, const struct ctl_req *q, struct ctl_resp *r)
 			ctl_reply_method(r, "GET");
 		return;
 	}
-	if (ctl_sandboxes(d, q, r) || ctl_policies(d, q, r))
+	if (ctl_sandboxes(d, q, r) || ctl_policies(d, q, r) ||
+	    ctl_secrets(d, q, r))
 		return;
-	if (strcmp(q->path, "/v1/secrets") == 0 ||
-	    strncmp(q->path, "/v1/secrets/", 12) == 0) {
-		ctl_reply_error(r, 501, NULL, "the secret store is not "
-		    "available in this build");
-		return;
-	}
 	if (strcmp(q->path, "/v1/jwks") == 0) {
 		ctl_reply_error(r, 501, NULL, "identity tokens are not "
 		    "available in this build");

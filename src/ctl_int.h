@@ -5,6 +5,7 @@
 #include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -53,6 +54,14 @@ int	ctl_sandboxes(struct daemon *d, const struct ctl_req *q,
 	    struct ctl_resp *r);
 int	ctl_policies(struct daemon *d, const struct ctl_req *q,
 	    struct ctl_resp *r);
+
+int	ctl_secrets(struct daemon *d, const struct ctl_req *q,
+	    struct ctl_resp *r);
+
+/* Writes buf to path through a temporary file, fsync and a rename. */
+int	ctl_write_atomic(const char *path, const char *buf, size_t len);
+/* t as "YYYY-MM-DDTHH:MM:SSZ". */
+void	ctl_fmt_time(time_t t, char *buf, size_t len);
 
 /* Lifecycle and change records (audit.c), with the peer's uid. */
 void	ctl_audit(struct daemon *d, const char *type, uid_t uid, json_t *rec);

@@ -16,6 +16,7 @@
 #include "ctl_int.h"
 #include "daemon.h"
 #include "policy.h"
+#include "secrets.h"
 #include "state.h"
 
 static json_t *
@@ -53,9 +54,8 @@ list_policies(struct daemon *d, struct ctl_resp *r)
 	    "generation", (json_int_t)st->generation, "policies", arr));
 }
 
-/* Writes buf to path through a temporary file and a rename. */
-static int
-write_atomic(const char *path, const char *buf, size_t len)
+int
+ctl_write_atomic(const char *path, const char *buf, size_t len)
 {
 	char tmp[4096], *slash;
 	size_t off = 0;
@@ -160,7 +160,7 @@ put_policy(struct daemon *d, const char *name, const struct ctl_req *q,
 		ctl_reply_error(r, 500, &errs, "cannot build the new state");
 		goto out;
 	}
-	if (write_atomic(path, q->body, q->bodylen) != 0) {
+	if (ctl_write_atomic(path, q->body, q->bodylen) != 0) {
 		ctl_reply_error(r, 500, NULL, "cannot write %s: %s; nothing "
 		    "changed", path, strerror(errno));
 		goto out;
@@ -213,21 +213,29 @@ audit_reload(struct daemon *d, const struct state *before, uid_t uid)
 static void
 reload(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 {
-	struct errlist errs = ERRLIST_INIT;
+	struct errlist errs = ERRLIST_INIT, serrs = ERRLIST_INIT;
 	struct state *before = state_ref(d->state);
 
-	if (daemon_reload(d, &errs) != 0) {
+	if (daemon_reload(d, &errs, &serrs) != 0) {
 		ctl_reply_error(r, 409, &errs, "policies not reloaded: %zu "
 		    "error(s); the policies in force stay", errs.n);
 	} else {
 		audit_reload(d, before, q->uid);
-		ctl_reply_json(r, 200, json_pack("{s:I, s:I}", "generation",
-		    (json_int_t)d->state->generation, "policies",
-		    (json_int_t)d->state->npolicies));
+		if (serrs.n > 0)
+			ctl_reply_error(r, 409, &serrs, "reloaded, but %zu secret "
+			    "file(s) were refused; their versions in force stay",
+			    serrs.n);
+		else
+			ctl_reply_json(r, 200, json_pack("{s:I, s:I, s:I}",
+			    "generation", (json_int_t)d->state->generation,
+			    "policies", (json_int_t)d->state->npolicies,
+			    "secrets", (json_int_t)(d->state->secrets ?
+			    d->state->secrets->n : 0)));
 		r->wait_gen = d->state->generation;
 	}
 	state_unref(before);
 	errlist_free(&errs);
+	errlist_free(&serrs);
 }
 
 int

@@ -55,8 +55,8 @@ text_ok(const char *s)
 	return 1;
 }
 
-static void
-fmt_time(time_t t, char *buf, size_t len)
+void
+ctl_fmt_time(time_t t, char *buf, size_t len)
 {
 	struct tm tm;
 
@@ -155,7 +155,7 @@ sandbox_json(const struct sandbox *sb, int with_pem)
 	char ts[32];
 	json_t *j, *srcs, *ca;
 
-	fmt_time(sb->created, ts, sizeof(ts));
+	ctl_fmt_time(sb->created, ts, sizeof(ts));
 	j = json_pack("{s:s, s:s*, s:s*, s:s, s:I, s:b, s:s, s:s, s:I}",
 	    "id", sb->id, "team", sb->team, "project", sb->project,
 	    "policy", sb->policy->name,

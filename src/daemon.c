@@ -22,6 +22,7 @@
 #include "daemon.h"
 #include "dnsmem.h"
 #include "log.h"
+#include "secrets.h"
 #include "state.h"
 #include "tlsterm.h"
 #include "tlsup.h"
@@ -173,10 +174,12 @@ daemon_publish(struct daemon *d, struct state *st)
 }
 
 int
-daemon_reload(struct daemon *d, struct errlist *errs)
+daemon_reload(struct daemon *d, struct errlist *errs, struct errlist *serrs)
 {
-	struct errlist mine = ERRLIST_INIT;
+	struct errlist mine = ERRLIST_INIT, smine = ERRLIST_INIT;
 	struct errlist *e = errs != NULL ? errs : &mine;
+	struct errlist *se = serrs != NULL ? serrs : &smine;
+	struct secret_set *set = NULL;
 	struct state *st = NULL;
 	size_t i;
 
@@ -188,6 +191,14 @@ daemon_reload(struct daemon *d, struct errlist *errs)
 		errlist_free(&mine);
 		return SL_ERR_INVALID;
 	}
+	if (d->secrets != NULL && daemon_secrets_load(d, "reload", &set,
+	    se) == 0 && set != NULL) {
+		secret_set_unref(st->secrets);
+		st->secrets = set;	/* transferred */
+	}
+	for (i = 0; serrs == NULL && i < se->n; i++)
+		log_errx("reload", "%s", se->msgs[i]);
+	errlist_free(&smine);
 	daemon_publish(d, st);
 	log_info("reload", "policies reloaded: %zu policies, generation %llu",
 	    st->npolicies, (unsigned long long)st->generation);
@@ -232,7 +243,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 	size_t i;
 
 	if (sig == SIGHUP) {
-		daemon_reload(d, NULL);
+		daemon_reload(d, NULL, NULL);
 		return;
 	}
 	if (d->draining) {
@@ -283,6 +294,7 @@ daemon_run(struct config *cfg)
 
 	memset(&d, 0, sizeof(d));
 	d.cfg = cfg;
+	d.inotify = -1;
 	d.generation = 1;
 	d.applied = 1;
 	d.started = time(NULL);
@@ -309,6 +321,11 @@ daemon_run(struct config *cfg)
 	if (audit_open(cfg->audit_path, cfg->audit_fsync, &d.audit) != 0) {
 		log_errx("audit", "cannot open %s: %s", cfg->audit_path,
 		    strerror(errno));
+		goto out;
+	}
+	if (daemon_secrets_open(&d, &errs) != 0) {
+		for (i = 0; i < errs.n; i++)
+			log_errx("secrets", "%s", errs.msgs[i]);
 		goto out;
 	}
 	if ((d.dnsmem = dnsmem_new(DNSMEM_ENTRIES, DNSMEM_GRACE_S)) == NULL)
@@ -339,7 +356,7 @@ daemon_run(struct config *cfg)
 	for (started = 0; started < d.nworkers; started++)
 		if (worker_start(&d.workers[started]) != 0)
 			goto out;
-	if (ctl_start(d.ctl) != 0)
+	if (daemon_secrets_watch(&d) != 0 || ctl_start(d.ctl) != 0)
 		goto out;
 	log_info("daemon", "sluiced %s running: %zu workers, %zu policies",
 	    PACKAGE_VERSION, d.nworkers, d.state->npolicies);
@@ -363,6 +380,7 @@ daemon_run(struct config *cfg)
 	if (d.drain_timer != NULL)
 		event_free(d.drain_timer);
 	ctl_free(d.ctl);
+	daemon_secrets_close(&d);
 	SSL_CTX_free(d.tls_down);
 	tlsup_free(d.tls_up);
 	if (d.applied_ev != NULL)

@@ -17,6 +17,8 @@ struct ctl;
 struct errlist;
 struct ssl_ctx_st;
 struct tlsup;
+struct secret_store;
+struct secret;
 
 struct daemon {
 	struct config		*cfg;
@@ -37,15 +39,41 @@ struct daemon {
 	time_t			 started;
 	struct ssl_ctx_st	*tls_down;	/* interception, towards sandboxes */
 	struct tlsup		*tls_up;	/* interception, towards upstreams */
+	struct secret_store	*secrets;	/* NULL: secrets are off */
+	int			 inotify;	/* watches secret_dir, or -1 */
+	struct event		*inotify_ev, *rescan_ev;
 };
 
 /* Runs the daemon until SIGTERM; returns the exit status. */
 int	daemon_run(struct config *cfg);
 /*
- * Re-reads policy_dir; on any error (added to errs, which may be NULL:
- * logged) the snapshot in force stays.  Returns 0 or SL_ERR_INVALID.
+ * Re-reads policy_dir and secret_dir; on any policy error (added to errs,
+ * which may be NULL: logged) the snapshot in force stays and
+ * SL_ERR_INVALID is returned.  Secret files that are refused go to serrs
+ * (may be NULL: logged); their versions in force stay, the rest applies.
  */
-int	daemon_reload(struct daemon *d, struct errlist *errs);
+int	daemon_reload(struct daemon *d, struct errlist *errs,
+	    struct errlist *serrs);
+/*
+ * daemon_secrets.c.  open: loads the gateway keys and secret_dir into the
+ * first snapshot (any problem is an error, added to errs).  watch: follows
+ * the folder's changes.  load: reads the folder again into *out (NULL
+ * when nothing changed; refused files are in errs, their versions in force
+ * stay), writing an audit record for each change.  publish_secrets: puts
+ * set (the reference is taken) in force as a new snapshot.
+ */
+int	daemon_secrets_open(struct daemon *d, struct errlist *errs);
+int	daemon_secrets_watch(struct daemon *d);
+void	daemon_secrets_close(struct daemon *d);
+struct secret_set;
+int	daemon_secrets_load(struct daemon *d, const char *cause,
+	    struct secret_set **out, struct errlist *errs);
+int	daemon_publish_secrets(struct daemon *d, struct secret_set *set,
+	    uint64_t *gen);
+/* A secret_rotate (new set) or secret_delete record; uid < 0: none. */
+void	daemon_audit_secret(struct daemon *d, const struct secret *old,
+	    const struct secret *new, const char *cause, long uid);
+
 /*
  * Puts st (sealed, generation d->generation + 1; the reference is taken)
  * in force and hands it to every worker.  Returns its generation; it is

@@ -41,6 +41,8 @@
 #include "icpt_int.h"
 #include "log.h"
 #include "metrics.h"
+#include "redact.h"
+#include "secrets.h"
 #include "state.h"
 #include "tlsterm.h"
 #include "upool.h"
@@ -68,13 +70,35 @@ icpt_touch(struct icpt *ic)
 /* ---- audit ---------------------------------------------------------- */
 
 void
-icpt_audit_request(struct icpt *ic, const struct icpt_req *r)
+icpt_req_release(struct icpt_req *r)
+{
+	while (r->nsecrets > 0)
+		secret_unref(r->secrets[--r->nsecrets]);
+}
+
+void
+icpt_audit_request(struct icpt *ic, struct icpt_req *r)
 {
 	struct conn *c = ic->c;
 	json_t *rec;
 
 	mtable_add(&c->w->metrics.requests, r->rule[0] ? r->rule : "(none)",
 	    r->action);
+	if (r->nsecrets > 0) {
+		/* Its request record went before it, with the secrets. */
+		rec = json_pack("{s:s?, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I,"
+		    " s:I}", "sandbox", c->sb ? c->sb->id : NULL,
+		    "rid", r->rid, "action", r->action, "reason", r->reason,
+		    "rule", r->rule, "status", r->status,
+		    "bytes_up", (json_int_t)r->bytes_up,
+		    "bytes_down", (json_int_t)r->bytes_down,
+		    "duration_ms", (json_int_t)(icpt_now_ms() - r->start_ms),
+		    "redacted", (json_int_t)(r->redacted_head +
+		    r->redacted_body));
+		audit_write(worker_audit(c->w), "response", rec);
+		icpt_req_release(r);
+		return;
+	}
 	rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s?, s:i,"
 	    " s:I, s:I, s:I, s:b}",
 	    "sandbox", c->sb ? c->sb->id : NULL,
@@ -451,6 +475,10 @@ icpt_free(struct icpt *ic)
 		event_free(ic->finish);
 	if (ic->under != NULL)
 		bufferevent_free(ic->under);
+	icpt_req_release(&ic->cur);
+	redactor_free(ic->red);
+	if (ic->red_buf != NULL)
+		evbuffer_free(ic->red_buf);
 	http_reqs_free(ic->reqs);
 	http_resps_free(ic->resps);
 	if (ic->held != NULL)

@@ -15,11 +15,15 @@ struct event;
 struct evbuffer;
 struct http_reqs;
 struct http_resps;
+struct http_resp_head;
 struct intercept_rule;
+struct redactor;
+struct secret;
 
 #define ICPT_HIGH		(256u * 1024)	/* bytes queued for one side */
 #define ICPT_MAX_PENDING	32	/* requests upstream has not answered */
 #define ICPT_MAX_PINS		8
+#define ICPT_MAX_SECRETS	4	/* INJECT_MAX_SECRETS */
 
 /* A request from its judgement to its audit record. */
 struct icpt_req {
@@ -33,6 +37,11 @@ struct icpt_req {
 	int		 close;		/* the client asked to close after it */
 	uint64_t	 bytes_up, bytes_down;
 	uint64_t	 start_ms;
+	/* Injected: the secrets it got (references), and what came back. */
+	struct secret	*secrets[ICPT_MAX_SECRETS];
+	size_t		 nsecrets;
+	char		 rid[40];	/* links its request and response records */
+	uint64_t	 redacted_head, redacted_body;
 };
 
 enum icpt_phase { IC_HANDSHAKE, IC_REQUESTS, IC_TUNNEL };
@@ -73,6 +82,15 @@ struct icpt {
 	struct icpt_req	 q[ICPT_MAX_PENDING];	/* sent, not yet answered */
 	unsigned	 qhead, qn;
 	uint64_t	 from_sandbox, from_upstream;
+	/* The response in progress is redacted (icpt_redact.c). */
+	struct redactor	*red;		/* made on first use, kept */
+	struct evbuffer	*red_buf;	/* what it let go, before framing */
+	int		 red_on;	/* its body goes through red */
+	int		 red_chunked_in;	/* the upstream's body is chunked */
+	int		 red_chunked_out;	/* ours is re-framed as chunked */
+	int		 red_dstate;	/* the de-chunker's state */
+	uint64_t	 red_left;	/* bytes left of the current chunk */
+	uint64_t	 red_base;	/* replacements in the head */
 };
 
 /* icpt.c: the connection's life and the sandbox's side. */
@@ -81,8 +99,15 @@ struct icpt {
 uint64_t icpt_now_ms(void);
 /* Something happened: the connection is not idle. */
 void	icpt_touch(struct icpt *ic);
-/* Writes r's audit record and counts it in the metrics. */
-void	icpt_audit_request(struct icpt *ic, const struct icpt_req *r);
+/*
+ * Writes r's audit record, counts it in the metrics, and lets go of the
+ * secrets it got: a request's life ends with its record.  An injected
+ * request's record was written before it went upstream; this one is its
+ * "response" record.
+ */
+void	icpt_audit_request(struct icpt *ic, struct icpt_req *r);
+/* Lets go of the secrets r holds (without a record). */
+void	icpt_req_release(struct icpt_req *r);
 /* Queues len bytes of buf for the sandbox. */
 void	icpt_send_down(struct icpt *ic, const void *buf, size_t len);
 /*
@@ -117,9 +142,32 @@ int	icpt_pins_ok(struct icpt *ic);
  * answering the sandbox (ic->fail_reason says why).
  */
 int	icpt_up_open(struct icpt *ic, const struct intercept_rule *rule);
+/*
+ * The upstream failed before answering the oldest request in the queue:
+ * the sandbox gets status (detail may be NULL), the request its record,
+ * and the connection ends.
+ */
+void	icpt_up_failed(struct icpt *ic, int status, const char *reason,
+	    const char *detail);
 /* Relays the upstream's answers, in order, to the sandbox; may close c. */
 void	icpt_pump_responses(struct icpt *ic);
 /* A tunnel: what the sandbox sent goes to the upstream as it is. */
 void	icpt_tunnel_down_to_up(struct icpt *ic);
+
+/* icpt_redact.c: answers to injected requests, secrets taken out. */
+
+/*
+ * Sends the head of r's response with every secret r got redacted, and
+ * sets up the body's redaction (re-framed as chunked when its length was
+ * given).  Returns 0, or -1 after answering the sandbox itself (a
+ * response that cannot be redacted).
+ */
+int	icpt_redact_head(struct icpt *ic, struct icpt_req *r,
+	    const struct http_resp_head *rh);
+/* Body bytes, in the upstream's framing: redacted on to the sandbox. */
+int	icpt_redact_body(struct icpt *ic, struct icpt_req *r, const uint8_t *p,
+	    size_t n);
+/* The body ended: the held-back bytes and the last chunk go. */
+int	icpt_redact_end(struct icpt *ic, struct icpt_req *r);
 
 #endif

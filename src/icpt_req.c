@@ -14,6 +14,8 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <jansson.h>
+#include <sodium.h>
 
 #include "conn.h"
 #include "httpfwd.h"
@@ -22,7 +24,14 @@
 #include "httpresp.h"
 #include "icpt_int.h"
 #include "log.h"
+#include "audit.h"
+#include "daemon.h"
+#include "inject.h"
+#include "metrics.h"
 #include "policy.h"
+#include "secrets.h"
+#include "state.h"
+#include "worker.h"
 
 #define ICPT_HEAD_MAX		(64u * 1024)	/* a re-serialised request head */
 #define ICPT_PATH_MAX		(HTTP_MAX_TARGET + 1)	/* a normalised path always fits */
@@ -30,12 +39,62 @@
 /* ---- judging -------------------------------------------------------- */
 
 /*
+ * Renders an inject rule's headers into the worker's guarded scratch
+ * (*wipe: how much of it to wipe once the head is written).  Returns 0,
+ * or -1 after refusing the request.
+ */
+static int
+inject_prepare(struct icpt *ic, const struct intercept_rule *rule,
+    struct inject *inj, size_t *wipe, int ka_close)
+{
+	struct conn *c = ic->c;
+	char detail[192];
+	char *buf;
+
+	if (c->w->d->secrets == NULL) {
+		icpt_refuse(ic, 403, "denied", "secrets-off", "sluice: this "
+		    "gateway has no secret store (gateway_key, secret_dir)",
+		    ka_close);
+		return -1;
+	}
+	if ((buf = worker_scratch(c->w)) == NULL) {
+		icpt_refuse(ic, 503, "unavailable", "secret-unavailable",
+		    "sluice: out of guarded memory", 1);
+		return -1;
+	}
+	switch (inject_render(rule, c->w->st->secrets, c->name, buf,
+	    INJECT_BUF, wipe, inj)) {
+	case INJECT_OK:
+		return 0;
+	case INJECT_UNAVAILABLE:
+		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
+		    "not available", inj->secret);
+		icpt_refuse(ic, 503, "unavailable", "secret-unavailable",
+		    detail, ka_close);
+		break;
+	case INJECT_UNBOUND:
+		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
+		    "not bound to this host", inj->secret);
+		icpt_refuse(ic, 403, "denied", "secret-host-binding", detail,
+		    ka_close);
+		break;
+	case INJECT_TOO_BIG:
+		icpt_refuse(ic, 500, "internal", "secret-too-large",
+		    "sluice: the injected headers do not fit", ka_close);
+		break;
+	}
+	sodium_memzero(buf, *wipe);
+	*wipe = 0;
+	return -1;
+}
+
+/*
  * The one decision point of an intercepted request.  Fills ic->cur and
  * returns the rule that lets it go, or NULL after refusing it.
  */
 static const struct intercept_rule *
 judge(struct icpt *ic, const struct http_head *h, char *target,
-    size_t target_len)
+    size_t target_len, struct inject *inj, size_t *wipe)
 {
 	struct conn *c = ic->c;
 	const struct intercept_rule *rule;
@@ -47,6 +106,7 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 	char path[ICPT_PATH_MAX];
 	int ka_close = !h->keep_alive;	/* a refusal ends it when asked to */
 
+	icpt_req_release(&ic->cur);
 	memset(&ic->cur, 0, sizeof(ic->cur));
 	snprintf(ic->cur.method, sizeof(ic->cur.method), "%s", h->method);
 	ic->cur.start_ms = icpt_now_ms();
@@ -91,11 +151,16 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 		icpt_refuse(ic, 403, "denied", "deny-rule", NULL, ka_close);
 		return NULL;
 	case ICPT_INJECT:
-		/* XXX issue 6: the secret store; until then, fail closed. */
-		icpt_refuse(ic, 403, "denied", "injection-unavailable",
-		    "sluice: credential injection is not available yet",
-		    ka_close);
-		return NULL;
+		if (h->upgrade) {
+			/* XXX what comes back in a tunnel is not redacted. */
+			icpt_refuse(ic, 403, "denied", "inject-upgrade",
+			    "sluice: a request that gets a credential may not "
+			    "switch protocols", ka_close);
+			return NULL;
+		}
+		if (inject_prepare(ic, rule, inj, wipe, ka_close) != 0)
+			return NULL;
+		break;
 	case ICPT_FORWARD:
 		/* XXX issue 7: forwarding with identity tokens. */
 		icpt_refuse(ic, 403, "denied", "forwarding-unavailable",
@@ -114,18 +179,54 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 		plen += 1 + qlen;
 	}
 	target[plen] = '\0';
-	ic->cur.action = "pass";
+	ic->cur.action = rule->action == ICPT_INJECT ? "inject" : "pass";
 	ic->cur.reason = "intercept-rule";
 	return rule;
 }
 
 /* ---- requests ------------------------------------------------------- */
 
-/* An allowed head: re-serialised, queued for the upstream. */
+/*
+ * The record of an injected request, with the secrets it gets, written
+ * before a byte of it can go upstream.  -1: it could not be written.
+ */
+static int
+audit_injected(struct icpt *ic, const struct inject *inj)
+{
+	struct conn *c = ic->c;
+	json_t *rec, *arr;
+	size_t i;
+
+	snprintf(ic->cur.rid, sizeof(ic->cur.rid), "%llx-%u-%llu",
+	    (unsigned long long)c->w->d->started, c->w->idx,
+	    (unsigned long long)++c->w->rid_next);
+	if ((arr = json_array()) == NULL)
+		return -1;
+	for (i = 0; i < inj->nused; i++)
+		json_array_append_new(arr, json_pack("{s:s, s:I, s:s}",
+		    "name", inj->used[i]->name,
+		    "version", (json_int_t)inj->used[i]->version,
+		    "fingerprint", inj->used[i]->fp));
+	rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s,"
+	    " s:o, s:b}",
+	    "sandbox", c->sb ? c->sb->id : NULL,
+	    "policy", c->policy_name, "revision", (json_int_t)c->policy_rev,
+	    "method", ic->cur.method, "host", c->name, "path", ic->cur.path,
+	    "action", "inject", "reason", ic->cur.reason, "rule", ic->cur.rule,
+	    "rid", ic->cur.rid, "secrets", arr, "intercepted", 1);
+	for (i = 0; i < inj->nused; i++)
+		mtable_add(&c->w->metrics.injections, inj->used[i]->name, "");
+	return audit_write(worker_audit(c->w), "request", rec) == 0 ? 0 : -1;
+}
+
+/* An allowed head: re-serialised (inj: with its injection), queued for the upstream. */
 static int
 forward_head(struct icpt *ic, const struct http_head *h,
-    const struct intercept_rule *rule, const char *target)
+    const struct intercept_rule *rule, const char *target,
+    struct inject *inj)
 {
+	struct icpt_req *q;
+	size_t i;
 	struct conn *c = ic->c;
 	struct evbuffer_iovec v;
 	struct evbuffer *out;
@@ -175,10 +276,23 @@ forward_head(struct icpt *ic, const struct http_head *h,
 		return -1;
 	}
 	n = http_head_serialize_upstream(h, target, c->name, c->dst_port,
-	    h->upgrade, NULL, 0, NULL, 0, v.iov_base, v.iov_len);
+	    h->upgrade, inj ? inj->drop : NULL, inj ? inj->ndrop : 0,
+	    inj ? inj->add : NULL, inj ? inj->nadd : 0, v.iov_base, v.iov_len);
 	if (n < 0) {
 		evbuffer_commit_space(out, &v, 0);
-		icpt_refuse(ic, 400, "refused", "header-too-large", NULL, 1);
+		if (inj != NULL && n == SL_ERR_INVALID)
+			icpt_refuse(ic, 503, "unavailable", "secret-unusable",
+			    "sluice: a secret cannot go in a header", 0);
+		else
+			icpt_refuse(ic, 400, "refused", "header-too-large",
+			    NULL, 1);
+		return -1;
+	}
+	if (inj != NULL && audit_injected(ic, inj) != 0) {
+		sodium_memzero(v.iov_base, (size_t)n);
+		evbuffer_commit_space(out, &v, 0);
+		icpt_refuse(ic, 503, "unavailable", "audit-failed", "sluice: "
+		    "the request could not be audited", 1);
 		return -1;
 	}
 	v.iov_len = (size_t)n;
@@ -186,23 +300,52 @@ forward_head(struct icpt *ic, const struct http_head *h,
 	ic->cur.upgrade = h->upgrade;
 	ic->cur.close = !h->keep_alive;
 	ic->last_request = ic->cur.close;
-	ic->q[(ic->qhead + ic->qn) % ICPT_MAX_PENDING] = ic->cur;
+	q = &ic->q[(ic->qhead + ic->qn) % ICPT_MAX_PENDING];
+	*q = ic->cur;
 	ic->qn++;
+	/* The queued request holds the secrets until its response is out. */
+	for (i = 0; inj != NULL && i < inj->nused; i++)
+		q->secrets[i] = inj->used[i];
+	q->nsecrets = inj != NULL ? inj->nused : 0;
+	if (inj != NULL)
+		inj->nused = 0;	/* transferred */
 	ic->upgrade_sent = h->upgrade;
 	return 0;
+}
+
+/*
+ * Judges a request head and queues it; the body follows it or is
+ * discarded.  An injection's secrets go with the queued request, and the
+ * scratch its values were rendered in is wiped.
+ */
+static void
+take_head(struct icpt *ic, const struct http_head *h)
+{
+	const struct intercept_rule *rule;
+	struct inject inj;
+	size_t wipe = 0;
+	char target[2 * ICPT_PATH_MAX];	/* path, '?', query */
+	int ok;
+
+	memset(&inj, 0, sizeof(inj));
+	rule = judge(ic, h, target, sizeof(target), &inj, &wipe);
+	ok = rule != NULL && forward_head(ic, h, rule, target,
+	    rule->action == ICPT_INJECT ? &inj : NULL) == 0;
+	if (wipe > 0)
+		sodium_memzero(worker_scratch(ic->c->w), wipe);
+	inject_release(&inj);	/* what forward_head did not take */
+	ic->body = ok ? BODY_FORWARD : BODY_DISCARD;
 }
 
 void
 icpt_pump_requests(struct icpt *ic)
 {
 	struct evbuffer *in;
-	const struct intercept_rule *rule;
 	const struct http_head *h;
 	const char *why;
 	enum http_ev ev;
 	size_t len, used;
 	uint8_t *data;
-	char target[2 * ICPT_PATH_MAX];	/* path, '?', query */
 
 	if (ic->phase != IC_REQUESTS)
 		return;
@@ -244,11 +387,7 @@ icpt_pump_requests(struct icpt *ic)
 			evbuffer_drain(in, used);
 			ic->expect_tunnel = h->upgrade || h->is_connect;
 			ic->upgrade_sent = 0;
-			rule = judge(ic, h, target, sizeof(target));
-			if (rule != NULL && forward_head(ic, h, rule, target) == 0)
-				ic->body = BODY_FORWARD;
-			else
-				ic->body = BODY_DISCARD;
+			take_head(ic, h);
 			break;
 		case HTTP_EV_TUNNEL:
 			ic->expect_tunnel = 0;

@@ -81,12 +81,9 @@ static void up_read_cb(struct bufferevent *, void *);
 static void up_write_cb(struct bufferevent *, void *);
 static void up_event_cb(struct bufferevent *, short, void *);
 
-/*
- * Upstream failed before answering what was sent: tell the sandbox why
- * (detail, e.g. the certificate problem, may be NULL), end the connection.
- */
-static void
-up_failed(struct icpt *ic, int status, const char *reason, const char *detail)
+void
+icpt_up_failed(struct icpt *ic, int status, const char *reason,
+    const char *detail)
 {
 	const char *rule = ic->cur.rule[0] ? ic->cur.rule : NULL;
 	char msg[256], *resp;
@@ -153,25 +150,25 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 		ic->up_state = UP_READY;
 		c->upstream_used = 1;
 		if (!icpt_pins_ok(ic)) {
-			up_failed(ic, 502, "upstream-pin-mismatch", NULL);
+			icpt_up_failed(ic, 502, "upstream-pin-mismatch", NULL);
 			return -1;
 		}
 		return 0;
 	}
 	if (tlsup_ctx(d->tls_up, rule->upstream_ca, &ctx, err, sizeof(err)) != 0) {
 		log_warnx("icpt", "%s", err);
-		up_failed(ic, 502, "upstream-ca-unavailable", NULL);
+		icpt_up_failed(ic, 502, "upstream-ca-unavailable", NULL);
 		return -1;
 	}
 	if (tlsup_ssl_new(ctx, c->name, 0, &ssl) != 0) {
-		up_failed(ic, 502, "upstream-tls-error", NULL);
+		icpt_up_failed(ic, 502, "upstream-tls-error", NULL);
 		return -1;
 	}
 	ic->up = bufferevent_openssl_socket_new(c->w->base, -1, ssl,
 	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
 	if (ic->up == NULL) {
 		SSL_free(ssl);
-		up_failed(ic, 502, "upstream-tls-error", NULL);
+		icpt_up_failed(ic, 502, "upstream-tls-error", NULL);
 		return -1;
 	}
 	bufferevent_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb, ic);
@@ -181,7 +178,7 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 	ic->up_state = UP_CONNECTING;
 	if (bufferevent_socket_connect(ic->up, (struct sockaddr *)&ss,
 	    (int)len) != 0) {
-		up_failed(ic, 502, "upstream-unreachable", NULL);
+		icpt_up_failed(ic, 502, "upstream-unreachable", NULL);
 		return -1;
 	}
 	bufferevent_enable(ic->up, EV_READ | EV_WRITE);
@@ -206,11 +203,11 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 		/* Chain and name were verified in the handshake; the rest here. */
 		if (tlsup_check_peer(bufferevent_openssl_get_ssl(bev), NULL, 0,
 		    reason, sizeof(reason)) != 0) {
-			up_failed(ic, 502, "upstream-cert-invalid", reason);
+			icpt_up_failed(ic, 502, "upstream-cert-invalid", reason);
 			return;
 		}
 		if (!icpt_pins_ok(ic)) {
-			up_failed(ic, 502, "upstream-pin-mismatch", NULL);
+			icpt_up_failed(ic, 502, "upstream-pin-mismatch", NULL);
 			return;
 		}
 		ic->up_state = UP_READY;
@@ -226,16 +223,16 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 		    reason, sizeof(reason));
 		log_info("icpt", "%s: %s", c->name, reason);
 		if (what & BEV_EVENT_TIMEOUT)
-			up_failed(ic, 504, "upstream-timeout", NULL);
+			icpt_up_failed(ic, 504, "upstream-timeout", NULL);
 		else
-			up_failed(ic, 502, strncmp(reason, "upstream-cert-invalid",
+			icpt_up_failed(ic, 502, strncmp(reason, "upstream-cert-invalid",
 			    21) == 0 ? "upstream-cert-invalid" :
 			    "upstream-unreachable", reason);
 		return;
 	}
 	if (what & BEV_EVENT_TIMEOUT) {
 		if (ic->qn > 0) {
-			up_failed(ic, 504, "upstream-timeout", NULL);
+			icpt_up_failed(ic, 504, "upstream-timeout", NULL);
 			return;
 		}
 		conn_close(c, "idle-timeout");
@@ -249,6 +246,8 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 	    ic->qn > 0) {
 		struct icpt_req *r = &ic->q[ic->qhead];
 
+		if (r->nsecrets > 0 && icpt_redact_end(ic, r) != 0)
+			return;
 		icpt_audit_request(ic, r);
 		ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
 		ic->qn--;
@@ -257,7 +256,7 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 	ic->up = NULL;
 	ic->up_state = UP_NONE;
 	if (ic->qn > 0) {
-		up_failed(ic, 502, "upstream-closed", NULL);
+		icpt_up_failed(ic, 502, "upstream-closed", NULL);
 		return;
 	}
 	if (ic->closing || ic->resp_close) {
@@ -311,6 +310,21 @@ icpt_tunnel_down_to_up(struct icpt *ic)
 		bufferevent_disable(ic->down, EV_READ);
 }
 
+/* Body bytes data[0..used) of in: as they are, or redacted. */
+static int
+relay_body(struct icpt *ic, struct icpt_req *r, struct evbuffer *in,
+    struct evbuffer *out, const uint8_t *data, size_t used)
+{
+	if (!ic->red_on || r == NULL) {
+		evbuffer_remove_buffer(in, out, used);
+		return 0;
+	}
+	if (icpt_redact_body(ic, r, data, used) != 0)
+		return -1;
+	evbuffer_drain(in, used);
+	return 0;
+}
+
 void
 icpt_pump_responses(struct icpt *ic)
 {
@@ -361,14 +375,19 @@ icpt_pump_responses(struct icpt *ic)
 			ic->from_upstream += used;
 			if (r != NULL)
 				r->bytes_down += used;
-			evbuffer_remove_buffer(in, out, used);
+			if (relay_body(ic, r, in, out, data, used) != 0)
+				return;
 			if (used == 0)
 				return;		/* more is to come */
 			break;
 		case HTTP_RESP_HEAD:
 			ic->from_upstream += used;
 			evbuffer_drain(in, used);
-			icpt_send_down(ic, rh->out, rh->out_len);
+			if (r != NULL && r->nsecrets > 0) {
+				if (icpt_redact_head(ic, r, rh) != 0)
+					return;
+			} else
+				icpt_send_down(ic, rh->out, rh->out_len);
 			ic->resp_info = rh->informational;
 			if (!rh->informational) {
 				if (r != NULL)
@@ -382,9 +401,12 @@ icpt_pump_responses(struct icpt *ic)
 			ic->from_upstream += used;
 			if (r != NULL)
 				r->bytes_down += used;
-			evbuffer_remove_buffer(in, out, used);
+			if (relay_body(ic, r, in, out, data, used) != 0)
+				return;
 			if (r == NULL || ic->resp_info)
 				break;		/* an informational answer ended */
+			if (r->nsecrets > 0 && icpt_redact_end(ic, r) != 0)
+				return;
 			if (r->upgrade) {
 				/* Refused by upstream: HTTP goes on as before. */
 				http_reqs_upgrade_refused(ic->reqs);
@@ -413,7 +435,7 @@ icpt_pump_responses(struct icpt *ic)
 		case HTTP_RESP_TUNNEL:
 			/* 101: from here on both sides are one byte stream. */
 			if (r == NULL || !r->upgrade) {
-				up_failed(ic, 502, "upstream-malformed", NULL);
+				icpt_up_failed(ic, 502, "upstream-malformed", NULL);
 				return;
 			}
 			if (r != NULL) {
@@ -429,7 +451,7 @@ icpt_pump_responses(struct icpt *ic)
 			log_info("icpt", "%s: malformed answer: %s", ic->c->name,
 			    why != NULL ? why : "?");
 			evbuffer_drain(in, evbuffer_get_length(in));
-			up_failed(ic, 502, "upstream-malformed", NULL);
+			icpt_up_failed(ic, 502, "upstream-malformed", NULL);
 			return;
 		}
 		if (ic->c->state == CS_CLOSED)

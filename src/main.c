@@ -15,6 +15,7 @@
 #include "daemon.h"
 #include "err.h"
 #include "log.h"
+#include "secrets.h"
 #include "state.h"
 
 static void
@@ -39,17 +40,28 @@ static int
 check_config(struct config *cfg)
 {
 	struct errlist errs = ERRLIST_INIT;
+	struct secret_store *ss = NULL;
+	struct secret_set *set = NULL;
 	struct state *st = NULL;
 	size_t i;
 	int r;
 
 	r = state_build(cfg, NULL, 1, &st, &errs);
+	/* The secrets too: the keys open, and every sealed file with them. */
+	if (secret_store_new(cfg, &ss, &errs) != 0)
+		r = SL_ERR_INVALID;
+	else if (ss != NULL && (secret_store_load(ss, NULL, &set, NULL, NULL,
+	    &errs) != 0 || errs.n > 0))
+		r = SL_ERR_INVALID;
 	for (i = 0; i < errs.n; i++)
 		fprintf(stderr, "%s\n", errs.msgs[i]);
 	if (r == 0)
-		printf("%s: ok (%zu policies, %zu sandboxes)\n", cfg->path,
-		    st->npolicies, st->nsandboxes);
+		printf("%s: ok (%zu policies, %zu sandboxes, %zu secrets)\n",
+		    cfg->path, st->npolicies, st->nsandboxes,
+		    set != NULL ? set->n : 0);
 	errlist_free(&errs);
+	secret_set_unref(set);
+	secret_store_free(ss);
 	state_unref(st);
 	return r == 0 ? 0 : 1;
 }

@@ -12,6 +12,7 @@
 #include "daemon.h"
 #include "metrics.h"
 #include "policy.h"
+#include "secrets.h"
 #include "state.h"
 #include "worker.h"
 
@@ -233,6 +234,23 @@ metrics_open_conns(const struct state *st)
 	return n;
 }
 
+/* Each secret's version in force: a rotation shows as a step. */
+static void
+render_secrets(const struct state *st, struct evbuffer *out)
+{
+	const struct secret_set *set = st->secrets;
+	size_t i;
+
+	evbuffer_add_printf(out, "# HELP sluice_secret_version version of each "
+	    "secret in force\n# TYPE sluice_secret_version gauge\n");
+	for (i = 0; set != NULL && i < set->n; i++) {
+		evbuffer_add_printf(out, "sluice_secret_version{");
+		put_label(out, "secret", set->v[i]->name);
+		evbuffer_add_printf(out, "} %llu\n",
+		    (unsigned long long)set->v[i]->version);
+	}
+}
+
 int
 metrics_render(struct daemon *d, struct evbuffer *out)
 {
@@ -249,6 +267,13 @@ metrics_render(struct daemon *d, struct evbuffer *out)
 	    "rule", "action");
 	render_table(d, out, offsetof(struct wmetrics, dns),
 	    "dns_queries_total", "DNS queries by verdict", "verdict", NULL);
+	render_table(d, out, offsetof(struct wmetrics, injections),
+	    "injections_total", "requests that got a secret, by secret",
+	    "secret", NULL);
+	render_table(d, out, offsetof(struct wmetrics, redactions),
+	    "redactions_total", "secret values taken out of responses, by "
+	    "rule and where", "rule", "where");
+	render_secrets(st, out);
 	render_hist(d, out, offsetof(struct wmetrics, handshake),
 	    "handshake_seconds", "accept until the connection's verdict");
 	render_hist(d, out, offsetof(struct wmetrics, decision),

@@ -42,6 +42,8 @@ struct wmetrics {
 	struct mtable	conns;		/* action, reason */
 	struct mtable	requests;	/* rule, action */
 	struct mtable	dns;		/* verdict, "" */
+	struct mtable	injections;	/* secret, "" */
+	struct mtable	redactions;	/* rule, "head" or "body" */
 	struct mhist	handshake;	/* accept to verdict */
 	struct mhist	decision;	/* first bytes complete to verdict */
 };

@@ -99,6 +99,7 @@ void	policy_free(struct policy *p);	/* drops a reference; accepts NULL */
 
 #define POLICY_MAX_BYTES	(4u << 20)
 #define POLICY_MAX_NODES	1000000u	/* YAML nodes of one policy */
+#define POLICY_MAX_INJECT	32	/* headers one rule sets, and removes */
 
 /* Whether s names a policy, rule or sandbox: [A-Za-z0-9][A-Za-z0-9._-]{0,62}. */
 int	policy_name_valid(const char *s);

@@ -377,6 +377,11 @@ parse_inject_set(struct ycheck *x, const struct ynode *m,
 	}
 	if (m->n == 0)
 		return;
+	if (m->n > POLICY_MAX_INJECT) {
+		ycheck_err(x, m->line, m->col, "'inject.set' sets more than %d "
+		    "headers", POLICY_MAX_INJECT);
+		return;
+	}
 	if ((kv = calloc(m->n, sizeof(*kv))) == NULL) {
 		x->nomem = 1;
 		return;
@@ -431,6 +436,11 @@ parse_inject_remove(struct ycheck *x, const struct ynode *s,
 	}
 	if (s->n == 0)
 		return;
+	if (s->n > POLICY_MAX_INJECT) {
+		ycheck_err(x, s->line, s->col, "'inject.remove' names more than "
+		    "%d headers", POLICY_MAX_INJECT);
+		return;
+	}
 	if ((r->inject_remove = calloc(s->n, sizeof(char *))) == NULL) {
 		x->nomem = 1;
 		return;

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "log.h"
 #include "policy.h"
+#include "secrets.h"
 #include "state.h"
 #include "tlsterm.h"
 
@@ -444,6 +445,8 @@ state_build(const struct config *cfg, const struct state *prev,
 	}
 	if ((r = state_seal(st, prev, errs)) != 0)
 		goto out;
+	if (prev != NULL)
+		st->secrets = secret_set_ref(prev->secrets);
 	*out = st;
 	st = NULL;	/* transferred */
 	r = 0;
@@ -476,6 +479,7 @@ state_clone(const struct state *prev, uint64_t generation, struct state **out)
 		memcpy(st->own, prev->own, prev->nown * sizeof(*st->own));
 		st->nown = prev->nown;
 	}
+	st->secrets = secret_set_ref(prev->secrets);
 	*out = st;
 	return 0;
  fail:
@@ -561,6 +565,7 @@ state_unref(struct state *st)
 	sb_counter_unref(st->unknown.counter);
 	cidr_tree_free(st->sources);
 	free(st->own);
+	secret_set_unref(st->secrets);
 	free(st);
 }
 

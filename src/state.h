@@ -15,6 +15,7 @@
 struct config;
 struct policy;
 struct cidr_tree;
+struct secret_set;
 
 /*
  * What a sandbox keeps across snapshots: its live counters and its CA.  A
@@ -73,6 +74,7 @@ struct state {
 	struct cidr_tree *sources;	/* id = index in sandboxes */
 	struct sl_addr	*own;		/* the gateway's own addresses */
 	size_t		 nown;
+	struct secret_set *secrets;	/* (a reference) NULL: none */
 };
 
 /*
@@ -87,8 +89,8 @@ int	state_build(const struct config *cfg, const struct state *prev,
 	    uint64_t generation, struct state **out, struct errlist *errs);
 
 /*
- * Editing: state_clone copies prev (sharing its policies, counters and own
- * addresses' list), the edits below change the copy, and state_seal makes
+ * Editing: state_clone copies prev (sharing its policies, counters, secret
+ * set and own addresses' list), the edits below change the copy, and state_seal makes
  * it usable (resolves policy names, sorts, builds the source tree).  Only
  * sealed snapshots are posted to workers.  Every edit leaves the copy
  * unchanged on error.

@@ -9,11 +9,13 @@
 
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <sodium.h>
 
 #include "config.h"
 #include "conn.h"
 #include "daemon.h"
 #include "dns.h"
+#include "inject.h"
 #include "log.h"
 #include "resolve.h"
 #include "state.h"
@@ -247,7 +249,16 @@ worker_free(struct worker *w)
 		event_base_free(w->base);
 	state_unref(w->st);
 	state_unref(w->pending);
+	sodium_free(w->scratch);
 	pthread_mutex_destroy(&w->mtx);
+}
+
+char *
+worker_scratch(struct worker *w)
+{
+	if (w->scratch == NULL)
+		w->scratch = sodium_malloc(INJECT_BUF);
+	return w->scratch;
 }
 
 void

@@ -53,6 +53,8 @@ struct worker {
 	time_t			 last_accept_warn;
 	atomic_ullong		 applied;	/* generation in force here */
 	struct wmetrics		 metrics;	/* written here, read by scrapes */
+	char			*scratch;	/* guarded, INJECT_BUF bytes; on first use */
+	uint64_t		 rid_next;	/* injected requests' ids */
 };
 
 #define WORKER_CMD_DRAIN	0x1	/* stop accepting, exit when idle */
@@ -63,6 +65,12 @@ int	worker_init(struct worker *w, struct daemon *d, unsigned idx);
 int	worker_start(struct worker *w);
 void	worker_join(struct worker *w);
 void	worker_free(struct worker *w);
+/*
+ * The worker's guarded scratch for rendering injected headers
+ * (INJECT_BUF bytes, locked; wiped by its user after each use), made on
+ * first use.  NULL when guarded memory is short.
+ */
+char	*worker_scratch(struct worker *w);
 /* From the main thread: hand over a new snapshot (takes a reference). */
 void	worker_post_state(struct worker *w, struct state *st);
 void	worker_post_cmd(struct worker *w, int cmd);

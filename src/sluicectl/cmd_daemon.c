@@ -34,18 +34,24 @@ cmd_secret_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	if ((rc = api_view(ctl, c, argc, argv, "/v1/secrets", &ans)) !=
 	    CMD_GO)
 		return rc;
-	table_init(&t, 3);
+	table_init(&t, 5);
 	t.right = 1u << 1;
 	table_add(&t, "NAME");
 	table_add(&t, "VERSION");
 	table_add(&t, "FINGERPRINT");
+	table_add(&t, "HOSTS");
+	table_add(&t, "LOADED");
 	list = json_object_get(ans, "secrets");
 	json_array_foreach(list, i, s) {
-		if ((fp = json_object_get(s, "fingerprint")) == NULL)
-			fp = json_object_get(s, "fingerprint_sha256");
+		fp = json_object_get(s, "hosts");
 		table_addj(&t, json_object_get(s, "name"), ",");
 		table_addj(&t, json_object_get(s, "version"), ",");
-		table_addj(&t, fp, ",");
+		table_addj(&t, json_object_get(s, "fingerprint"), ",");
+		if (json_array_size(fp) > 0)
+			table_addj(&t, fp, ",");
+		else
+			table_add(&t, "(any)");
+		table_addj(&t, json_object_get(s, "loaded"), ",");
 	}
 	rc = table_show(&t, c);
 	json_decref(ans);

@@ -128,3 +128,65 @@ audit_has() {
 }
 
 now() { date +%s.%N; }
+
+# ---------------------------------------------------------------- shared by icpt.sh and secrets.sh
+# They read WORK, SOCK, STATE, PY, UPSTREAM_PY and set last, out, why.
+
+st=""
+
+# api METHOD PATH [BODY]: one request on the control socket; sets st and
+# out (the body).
+api() {
+	local -a d=()
+	[ $# -ge 3 ] && d=(--data-binary "$3")
+	last="$1 $2"
+	st=$(curl -sS --max-time 10 --unix-socket "$SOCK" -X "$1" -H 'Expect:' \
+	    -o "$WORK/api.b" -w '%{http_code}' "${d[@]}" "http://sluice$2" 2>"$WORK/api.e") ||
+	    st="curl-error:$(short "$(cat "$WORK/api.e")")"
+	out=$(cat "$WORK/api.b" 2>/dev/null)
+}
+
+# cwant CODE [JQ...]: the last curl got CODE and its JSON body passes each test.
+cwant() {
+	local code=$1 t
+	shift
+	[ "$cst" = "$code" ] ||
+	    { why="$last: status $cst (exit $cexit), want $code: $(short "$(head -c 300 "$WORK/c.b" 2>/dev/null) $(tail -2 "$WORK/c.e")")"; return 1; }
+	for t in "$@"; do
+		jq -e "$t" "$WORK/c.b" >/dev/null 2>&1 ||
+		    { why="$last: $cst, but not ($t): $(short "$(head -c 400 "$WORK/c.b")")"; return 1; }
+	done
+}
+
+# denied RULE REASON: the last curl got sluice's 403 (rule "null": none).
+denied() {
+	local r=".rule == \"$1\""
+	[ "$1" = null ] && r='.rule == null'
+	cwant 403 '.error == "denied"' "$r" ".reason == \"$2\"" '.message | type == "string"'
+}
+
+# The upstreams' view: snap before, then upx 'NAME.FIELD=VALUE ...' (see
+# upstream.py expect) and upreqs NAME (the requests it got since, JSON).
+snap() { "$PY" "$UPSTREAM_PY" snapshot "$STATE" >"$WORK/snap.json"; }
+upx() {
+	local o
+	o=$("$PY" "$UPSTREAM_PY" expect "$STATE" "$WORK/snap.json" "$*" 2>&1) ||
+	    { why="${last:+$last: }$o"; return 1; }
+}
+upreqs() { "$PY" "$UPSTREAM_PY" requests "$STATE" "$WORK/snap.json" "$1"; }
+# upwant NAME JQ...: each test holds over the requests NAME got since snap
+upwant() {
+	local n=$1 t r
+	shift
+	r=$(upreqs "$n")
+	for t in "$@"; do
+		jq -e "$t" >/dev/null 2>&1 <<<"$r" ||
+		    { why="${last:+$last: }upstream $n: not ($t): $(short "$(jq -c 'map({method, path, headers, body_sha256, body_bytes})' <<<"$r")")"; return 1; }
+	done
+}
+# sanitizer: the first sanitizer report in sluiced's log and its first
+# frame, or nothing
+sanitizer() {
+	grep -m1 -A2 -E 'runtime error:|ERROR: [A-Za-z]+Sanitizer' "$WORK/sluiced.log" |
+	    grep -vE '^(READ|WRITE) of' | tr '\n' ' ' | head -c 300
+}

@@ -31,6 +31,12 @@ per listener, each connection in its own thread):
         connection: K is dupcl (two Content-Lengths), clte (both),
         fold (obs-fold), lf (bare LF), status (4 digits), nul (NUL in a
         header), extra (a second, unsolicited answer with body "smuggled")
+    /reflect[?h=HEADER][&chunk=N|&close=1][&ce=CODING][&ms=N]  the value of
+        HEADER (default Authorization) back in X-Echo and X-Echo-B64 and in
+        the body: as is, base64 (standard, URL-safe, of the part after the
+        first space, inside a longer JSON text) and percent-encoded;
+        Content-Length, or chunked in N-byte chunks, or close-delimited;
+        Content-Encoding: CODING on request; after waiting N ms
     /ws with Upgrade: websocket  101, then a WebSocket echo (RFC 6455:
         text and binary frames echoed, ping answered, close returned);
         /ws without the upgrade: 400
@@ -303,6 +309,52 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
             left -= len(b)
         return h.hexdigest(), n, False
 
+    def _reflect(self, q, body_wanted):
+        """/reflect: the value of request header h (default Authorization)
+        sent back in a response header and in the body, as is and encoded,
+        framed as asked."""
+        if "ms" in q:
+            time.sleep(int(q["ms"][0]) / 1000.0)
+        v = self.headers.get(q.get("h", ["Authorization"])[0], "")
+        tok = v.split(" ", 1)[1] if " " in v else v
+        vb = v.encode("latin-1")
+        tb = tok.encode("latin-1")
+        body = b"".join([
+            b"raw=" + vb + b"\n",
+            b"b64=" + base64.b64encode(vb) + b"\n",
+            b"b64url=" + base64.urlsafe_b64encode(vb) + b"\n",
+            b"tok64=" + base64.b64encode(tb) + b"\n",
+            b"wrapped=" + base64.b64encode(b"{\"k\":\"" + tb + b"\"}") + b"\n",
+            b"pct=" + urllib.parse.quote(v, safe="").encode() + b"\n",
+            b"form=" + urllib.parse.quote_plus(v).encode() + b"\n",
+            b"end\n"])
+        extra = [("X-Echo", v), ("X-Echo-B64", base64.b64encode(vb).decode())]
+        if "ce" in q:
+            extra.append(("Content-Encoding", q["ce"][0]))
+        chunk = int(q.get("chunk", ["0"])[0])
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        if chunk > 0:
+            self.send_header("Transfer-Encoding", "chunked")
+        elif q.get("close", ["0"])[0] == "1":
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        else:
+            self.send_header("Content-Length", str(len(body)))
+        for k, x in extra:
+            self.send_header(k, x)
+        self.end_headers()
+        if not body_wanted:
+            return
+        if chunk <= 0:
+            self.wfile.write(body)
+            return
+        for i in range(0, len(body), chunk):
+            part = body[i:i + chunk]
+            self.wfile.write(b"%x\r\n" % len(part) + part + b"\r\n")
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+
     def _send(self, status, body, ctype="text/plain", extra=(), chunked=False,
               body_wanted=True):
         self.send_response(status)
@@ -342,6 +394,9 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
             time.sleep(int(q.get("ms", ["1000"])[0]) / 1000.0)
         if u.path == "/ws" and self.headers.get("Upgrade", "").lower() == "websocket":
             self._websocket()
+            return
+        if u.path == "/reflect":
+            self._reflect(q, body_wanted)
             return
         if u.path == "/bad-response":
             self.wfile.write(BAD_RESPONSES[q.get("kind", ["dupcl"])[0]])

@@ -1,0 +1,620 @@
+#!/bin/bash
+# secrets.sh: integration tests of sealed secrets, credential injection,
+# rotation and response redaction (SPEC "Secrets", "Policies: intercept ->
+# inject"), against one real sluiced in the namespace world of
+# tests/integ/lib.sh, with keys and sealed files made by the real
+# sluicectl.
+#
+# usage: tests/integ/secrets.sh [-k] [-v]
+#   -k  keep the work directory (always kept when something fails)
+#   -v  print the last client output and sluiced's log tail on each failure
+# Environment: top_srcdir, top_builddir (set by make check), SLUICED,
+# SLUICECTL (default $top_builddir/sluiced, sluicectl), PYTHON.
+# Exit: 0 all passed, 1 something failed, 77 skipped (not root, no ip netns
+# or nft, a tool missing).  Needs root: it creates namespaces.
+#
+# The sandbox "box" (sb) has the policy "sec": on allowed.test, /reflect
+# and /echo-headers get "Authorization: Bearer {{secret:tok}}" (the
+# sandbox's own Authorization and Cookie go), /basic gets a Basic
+# credential from {{secret:basic | base64}}, /unbound names a secret bound
+# to other.test only, /missing one that does not exist.  The upstream
+# (tests/integ/upstream.py) records what it receives and /reflect sends
+# the credential back in headers and body, as is and encoded, framed as
+# asked.  Every check looks at both ends: what the upstream received (the
+# real value) and what the sandbox got (never the value).
+#
+#   inj_*     injection: replaced client values, Basic, host binding,
+#             missing secrets, secrets-off reasons, the audit records
+#   red_*     redaction in headers and bodies: Content-Length, chunked in
+#             3-byte chunks, close-delimited, HEAD, a content coding
+#   rot_*     rotation through the folder and the API while one kept-alive
+#             connection stays open; a request in flight keeps its version
+#   bad_*     refused blobs: tampered, lower version, sealed to another
+#             key, another name; the version in force stays
+#   key_*     a second gateway key opens what is sealed to it
+#   api_*     GET lists names, versions, fingerprints, hosts; DELETE
+#   leak_*    every byte sluiced wrote (log, audit, metrics, API answers)
+#             and every byte the sandbox received: no secret value, in any
+#             form
+#   daemon_*  the same sluiced throughout, and a clean end
+# Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
+
+# shellcheck source=tests/integ/check.sh
+. "$(dirname "$0")/check.sh"
+
+check_needs curl openssl dnsmasq dig timeout jq base64
+SLUICECTL=${SLUICECTL:-$top_builddir/sluicectl}
+
+check_work secrets
+[ -x "$SLUICECTL" ] || setup_fail "$SLUICECTL not built"
+PKI=$WORK/pki CA=$WORK/pki/ca.pem STATE=$WORK/state KEYS=$WORK/keys
+SOCK=$WORK/control.sock POLDIR=$WORK/policy.d AUDIT=$WORK/audit.jsonl
+SECDIR=$WORK/secrets BOX_CA=$WORK/box.pem SEEN=$WORK/sandbox-received
+API_SEEN=$WORK/api-answers
+
+last="" out=""
+check_verbose() {
+	echo "    last: $last"
+	printf '%s\n' "$out" | head -20 | sed 's/^/    out: /'
+	tail -5 "$WORK/sluiced.log" | sed 's/^/    log: /'
+}
+short() { printf '%s' "$1" | tr '\n' ' ' | head -c 600; }
+
+# Secret values: random for each run, with bytes that percent-encoding and
+# base64 alphabets treat differently.
+rnd() { head -c 12 /dev/urandom | base64 | tr -d '\n=' | tr '+/' 'xy'; }
+TOK1="t1-$(rnd)/+=&?$(rnd)" TOK2="t2-$(rnd)/+=&?$(rnd)" TOK3="t3-$(rnd)~!$(rnd)"
+TOK4="t4-$(rnd)%$(rnd)" TOK5="t5-$(rnd):$(rnd)" TOKX="tx-$(rnd)@$(rnd)"
+BASIC="user-$(rnd):pw/$(rnd)" OTHER="o-$(rnd)$(rnd)"
+ALL_VALUES=("$TOK1" "$TOK2" "$TOK3" "$TOK4" "$TOK5" "$TOKX" "$BASIC" "$OTHER")
+
+# ---------------------------------------------------------------- keys and sealing
+
+# seal PUB NAME VERSION VALUE [HOST...]: a sealed blob on stdout
+seal() {
+	local pub=$1 name=$2 ver=$3 val=$4 h
+	local -a hosts=()
+	shift 4
+	for h in "$@"; do hosts+=(--host "$h"); done
+	printf '%s' "$val" | "$SLUICECTL" seal --pub "$pub" --name "$name" \
+	    --secret-version "$ver" "${hosts[@]}" 2>>"$WORK/seal.log"
+}
+# put_file NAME VERSION VALUE [PUB]: sealed into the folder by a rename
+put_file() {
+	seal "${4:-$KEYS/gateway.pub}" "$1" "$2" "$3" allowed.test >"$WORK/.tmp.sealed" &&
+	    mv "$WORK/.tmp.sealed" "$SECDIR/$1.sealed"
+}
+# wait_version NAME VERSION: the daemon runs it (3 s at most)
+wait_version() {
+	local i v
+	for i in $(seq 30); do
+		api GET "/v1/secrets/$1"
+		v=$(jq -r .version <<<"$out" 2>/dev/null)
+		[ "$v" = "$2" ] && return 0
+		sleep 0.1
+	done
+	why="secret $1 is at version $v, want $2"
+	return 1
+}
+
+# ---------------------------------------------------------------- clients in the sandbox
+
+RESOLVE=(--resolve allowed.test:443:198.18.1.10 --resolve other.test:443:198.18.1.11)
+in_sb() { timeout 30 ip netns exec "$NS_SB" "$@"; }
+cst="" cexit="" chdrs=""
+
+# hc [CURL-ARGS...] URL: curl from sb trusting box's CA only; sets cst,
+# cexit, chdrs; the body is in $WORK/c.b.  Everything the sandbox got is
+# also appended to $SEEN for the leak check.
+hc() {
+	last="curl $*"
+	rm -f "$WORK/c.h" "$WORK/c.b"
+	cst=$(in_sb curl -sS --max-time 8 --cacert "$BOX_CA" "${RESOLVE[@]}" \
+	    -D "$WORK/c.h" -o "$WORK/c.b" -w '%{http_code}' "$@" 2>"$WORK/c.e")
+	cexit=$?
+	chdrs=$(tr -d '\r' <"$WORK/c.h" 2>/dev/null)
+	cat "$WORK/c.h" "$WORK/c.b" "$WORK/c.e" >>"$SEEN" 2>/dev/null
+	out="$cst $(head -c 400 "$WORK/c.b" 2>/dev/null) $(tail -3 "$WORK/c.e")"
+}
+api_keep() { cat "$WORK/api.b" >>"$API_SEEN" 2>/dev/null; }
+
+# forms VALUE: the value as is and in the forms the tests look for
+forms() {
+	"$PY" - "$1" <<-'EOF'
+	import base64, sys, urllib.parse
+	v = sys.argv[1].encode()
+	for f in (v, base64.b64encode(v).rstrip(b"="),
+	          base64.urlsafe_b64encode(v).rstrip(b"="),
+	          urllib.parse.quote(v, safe="").encode(),
+	          urllib.parse.quote_plus(v).encode()):
+	    print(f.decode())
+	EOF
+}
+# no_value FILE VALUE...: FILE holds none of the values, in any form
+no_value() {
+	local f=$1 v x
+	shift
+	for v in "$@"; do
+		while IFS= read -r x; do
+			[ -n "$x" ] || continue
+			if grep -aqF -- "$x" "$f"; then
+				why="$f holds a secret (in the form ${x:0:6}...)"
+				return 1
+			fi
+		done < <(forms "$v")
+	done
+}
+
+# ---------------------------------------------------------------- the world and sluiced
+
+world_init
+"$top_srcdir/certs/mkpki.sh" "$PKI" $WORLD_CERT_NAMES >"$WORK/mkpki.log" 2>&1 ||
+    setup_fail "certs/mkpki.sh failed (see $WORK/mkpki.log)"
+world_up >"$WORK/world.log" 2>&1 || setup_fail "world_up: $(tail -1 "$WORK/world.log")"
+world_start_dns "$WORK" 2>>"$WORK/world.log" || setup_fail "dnsmasq did not start"
+world_start_upstreams "$PKI" "$STATE" "$WORK" 2>>"$WORK/world.log" ||
+    setup_fail "upstreams did not start (see $WORK/upstream.log)"
+world_load_nft >>"$WORK/world.log" 2>&1 || setup_fail "cannot load contrib/sluice.nft"
+
+"$SLUICECTL" keygen --out "$KEYS" >"$WORK/keygen.log" 2>&1 ||
+    setup_fail "sluicectl keygen: $(tail -1 "$WORK/keygen.log")"
+"$SLUICECTL" keygen --out "$WORK/keys2" >>"$WORK/keygen.log" 2>&1 &&
+"$SLUICECTL" keygen --out "$WORK/keys3" >>"$WORK/keygen.log" 2>&1 ||
+    setup_fail "sluicectl keygen (second and third): $(tail -1 "$WORK/keygen.log")"
+mkdir -p "$SECDIR" "$POLDIR"
+put_file tok 1 "$TOK1" || setup_fail "sealing tok: $(tail -1 "$WORK/seal.log")"
+seal "$KEYS/gateway.pub" basic 1 "$BASIC" allowed.test >"$SECDIR/basic.sealed" &&
+seal "$KEYS/gateway.pub" other 1 "$OTHER" other.test >"$SECDIR/other.sealed" ||
+    setup_fail "sealing: $(tail -1 "$WORK/seal.log")"
+
+cp "$top_srcdir/policy.d/default.yaml" "$POLDIR/"
+cat >"$POLDIR/sec.yaml" <<EOF
+# sec: box's policy
+name: sec
+egress:
+  default: deny
+intercept:
+  - name: bearer
+    match: {host: allowed.test, path: /reflect}
+    inject:
+      set: {authorization: "Bearer {{secret:tok}}"}
+      remove: [cookie]
+  - name: echo
+    match: {host: allowed.test, path: /echo-headers}
+    inject:
+      set: {authorization: "Bearer {{secret:tok}}", x-both: "a={{ secret:tok }};b={{secret:basic|base64}}"}
+      remove: [cookie]
+  - name: basic
+    match: {host: allowed.test, path: /basic}
+    inject:
+      set: {authorization: "Basic {{secret:basic | base64}}"}
+  - name: unbound
+    match: {host: allowed.test, path: /unbound}
+    inject:
+      set: {x-api-key: "{{secret:other}}"}
+  - name: missing
+    match: {host: allowed.test, path: /missing}
+    inject:
+      set: {x-api-key: "{{secret:nope}}"}
+  - name: pub
+    match: {host: allowed.test, path: "/pub/**"}
+    action: pass
+EOF
+cat >"$WORK/sluiced.yaml" <<EOF
+# generated by tests/integ/secrets.sh
+listen:
+  transparent: ["0.0.0.0:15001", "[::]:15001"]
+  dns: ["0.0.0.0:15053", "[::]:15053"]
+  control: $SOCK
+  metrics: "127.0.0.1:19464"
+resolvers: ["198.18.1.2:53"]
+policy_dir: $POLDIR
+secret_dir: $SECDIR
+gateway_key: [$KEYS/gateway.key, $WORK/keys2/gateway.key]
+upstream_ca: $CA
+audit: {path: $AUDIT, fsync: always}
+workers: 2
+timeouts: {handshake: 5s, idle: 30s, connect: 3s}
+EOF
+: >"$AUDIT" && : >"$SEEN" && : >"$API_SEEN"
+"$SLUICED" -c "$WORK/sluiced.yaml" --check >"$WORK/check.log" 2>&1 ||
+    setup_fail "sluiced --check: $(tail -2 "$WORK/check.log")"
+world_spawn "$NS_GW" "$WORK/sluiced.log" "$SLUICED" -c "$WORK/sluiced.yaml"
+SL_PID=$SPAWNED
+if ! world_wait_listen "$NS_GW" 15001 100 || ! world_wait_file "$SOCK" 50; then
+	setup_fail "sluiced did not start: $(tail -3 "$WORK/sluiced.log" | tr '\n' ' ')"
+fi
+T_START=$(date +%s)
+api POST /v1/sandboxes '{"id":"box","sources":["198.18.0.2","fd00:5c::1:2"],"policy":"sec"}'
+[ "$st" = 201 ] || setup_fail "registering box: $st $(short "$out")"
+jq -j .ca_pem <<<"$out" >"$BOX_CA"
+SECTL=("$SLUICECTL" --socket "$SOCK")
+
+# ================================================================ inj
+
+# the upstream gets the real value; the sandbox's own Authorization and
+# Cookie never reach it; Accept-Encoding asks for no coding
+inj_replaces() {
+	snap
+	hc -H 'Authorization: Bearer from-the-sandbox' -H 'Cookie: sid=abc' \
+	    -H 'Accept-Encoding: gzip' https://allowed.test/echo-headers
+	cwant 200 || return 1
+	upwant allowed-tls 'length == 1' \
+	    "[.[0].headers[] | select(.[0] | ascii_downcase == \"authorization\") | .[1]] == [\"Bearer $TOK1\"]" \
+	    '[.[0].headers[] | select(.[0] | ascii_downcase == "cookie")] == []' \
+	    '[.[0].headers[] | select(.[0] | ascii_downcase == "accept-encoding") | .[1]] == ["identity"]' \
+	    "[.[0].headers[] | select(.[0] | ascii_downcase == \"x-both\") | .[1]] == [\"a=$TOK1;b=$(printf '%s' "$BASIC" | base64 -w0)\"]"
+}
+# what the echo sent back names the credential: the sandbox sees it redacted
+inj_echo_redacted() {
+	grep -q 'REDACTED' "$WORK/c.b" || { why="no [REDACTED] in the echo: $(short "$(head -c 300 "$WORK/c.b")")"; return 1; }
+	no_value "$WORK/c.b" "$TOK1" "$BASIC"
+}
+inj_basic() {
+	snap
+	hc https://allowed.test/basic
+	cwant 200 || return 1
+	upwant allowed-tls "[.[0].headers[] | select(.[0] | ascii_downcase == \"authorization\") | .[1]] == [\"Basic $(printf '%s' "$BASIC" | base64 -w0)\"]"
+}
+inj_unbound() {
+	snap
+	hc https://allowed.test/unbound
+	denied intercept:unbound secret-host-binding || return 1
+	jq -e '.message | test("other")' "$WORK/c.b" >/dev/null || { why="the message does not name the secret"; return 1; }
+	upx 'allowed-tls.accepted=0 allowed-tls.requests=0'
+}
+inj_missing() {
+	snap
+	hc https://allowed.test/missing
+	cwant 503 '.reason == "secret-unavailable"' '.rule == "intercept:missing"' || return 1
+	upx 'allowed-tls.requests=0'
+}
+# the request record, with name, version and fingerprint, comes before
+# the response record; neither holds a value
+inj_audit() {
+	local off fp
+	off=$(audit_lines)
+	hc https://allowed.test/reflect
+	cwant 200 || return 1
+	api GET /v1/secrets/tok
+	fp=$(jq -r .fingerprint <<<"$out")
+	audit_has "$off" "type=request action=inject rule=intercept:bearer sandbox=box host=allowed.test path=/reflect policy=sec rid=~. secrets=~$fp" \
+	    'type=response rule=intercept:bearer status=200 rid=~. redacted=~^[1-9]' \
+	    'type=secret_reflected rule=intercept:bearer in_head=~^[1-9] in_body=~^[1-9]' || return 1
+	"$PY" - "$AUDIT" "$off" "$fp" <<-'EOF' || { why="request and response records: $(short "$(tail -3 "$AUDIT")")"; return 1; }
+	import json, sys
+	recs = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()[int(sys.argv[2]):]]
+	req = [r for r in recs if r["type"] == "request" and r.get("rule") == "intercept:bearer"]
+	resp = [r for r in recs if r["type"] == "response" and r["rid"] == req[0]["rid"]]
+	want = [{"name": "tok", "version": 1, "fingerprint": sys.argv[3]}]
+	sys.exit(0 if req and resp and req[0]["seq"] < resp[0]["seq"] and
+	         req[0]["secrets"] == want else 1)
+	EOF
+}
+
+check inj_replaces inj_replaces
+check inj_echo_redacted inj_echo_redacted
+check inj_basic inj_basic
+check inj_unbound inj_unbound
+check inj_missing inj_missing
+check inj_audit inj_audit
+
+# ================================================================ red
+
+# red_ok: the last /reflect answer carried the value only as [REDACTED],
+# in the headers and in every line of the body
+red_ok() {
+	local tok=${1:-$TOK1} l
+	cwant 200 || return 1
+	grep -qi '^x-echo: Bearer \[REDACTED\]$' <<<"$chdrs" || { why="X-Echo not redacted: $(grep -i '^x-echo' <<<"$chdrs")"; return 1; }
+	grep -qi '^x-echo-b64: .*\[REDACTED\]' <<<"$chdrs" || { why="X-Echo-B64 not redacted: $(grep -i '^x-echo-b64' <<<"$chdrs")"; return 1; }
+	for l in raw b64 b64url tok64 wrapped pct form; do
+		grep -q "^$l=.*\[REDACTED\]" "$WORK/c.b" || { why="line $l not redacted: $(grep "^$l=" "$WORK/c.b")"; return 1; }
+	done
+	grep -qx end "$WORK/c.b" || { why="the body is cut: $(short "$(tail -c 100 "$WORK/c.b")")"; return 1; }
+	no_value "$WORK/c.h" "$tok" && no_value "$WORK/c.b" "$tok"
+}
+red_length() {
+	hc https://allowed.test/reflect
+	red_ok || return 1
+	grep -qi '^transfer-encoding: chunked' <<<"$chdrs" && ! grep -qi '^content-length' <<<"$chdrs" ||
+	    { why="not re-framed as chunked: $(short "$chdrs")"; return 1; }
+}
+red_chunked3() { hc 'https://allowed.test/reflect?chunk=3'; red_ok; }
+red_chunked1() { hc 'https://allowed.test/reflect?chunk=1'; red_ok; }
+red_close() {
+	hc 'https://allowed.test/reflect?close=1'
+	red_ok || return 1
+	! grep -qi '^transfer-encoding' <<<"$chdrs" || { why="a close-delimited body was re-framed"; return 1; }
+}
+red_head() {
+	hc -I https://allowed.test/reflect
+	[ "$cst" = 200 ] || { why="HEAD: $cst"; return 1; }
+	grep -qi '^x-echo: Bearer \[REDACTED\]$' <<<"$chdrs" || { why="HEAD: X-Echo not redacted: $(short "$chdrs")"; return 1; }
+	no_value "$WORK/c.h" "$TOK1"
+}
+# a body the redactor cannot read is not passed on
+red_coded() {
+	hc 'https://allowed.test/reflect?ce=gzip'
+	cwant 502 '.reason == "response-not-redactable"' || return 1
+	no_value "$WORK/c.b" "$TOK1"
+}
+
+check red_length red_length
+check red_chunked3 red_chunked3
+check red_chunked1 red_chunked1
+check red_close red_close
+check red_head red_head
+check red_coded red_coded
+
+# ================================================================ rot
+# One TLS connection from the sandbox stays open across rotations; each
+# request on it is judged again and gets the version in force.
+
+KA_IN=$WORK/ka.in KA_OUT=$WORK/ka.out
+ka_start() {
+	rm -f "$KA_IN" "$KA_OUT"
+	mkfifo "$KA_IN" || return 1
+	timeout 300 ip netns exec "$NS_SB" "$PY" - "$BOX_CA" "$KA_IN" >"$KA_OUT" 2>&1 <<-'EOF' &
+	import socket, ssl, sys
+	ctx = ssl.create_default_context(cafile=sys.argv[1])
+	s = ctx.wrap_socket(socket.create_connection(("198.18.1.10", 443), 5),
+	                    server_hostname="allowed.test")
+	f = s.makefile("rb")
+	for line in open(sys.argv[2]):
+	    path = line.strip()
+	    if not path:
+	        break
+	    s.sendall(("GET %s HTTP/1.1\r\nHost: allowed.test\r\n\r\n" % path).encode())
+	    head = b""
+	    while not head.endswith(b"\r\n\r\n"):
+	        head += f.read(1)
+	    body = b""
+	    while True:
+	        n = int(f.readline().split(b";")[0], 16)
+	        if n == 0:
+	            f.readline()
+	            break
+	        body += f.read(n)
+	        f.readline()
+	    print("RESP", head.split(b"\r\n")[0].decode(), len(body), flush=True)
+	    sys.stdout.buffer.write(head + body)
+	    sys.stdout.flush()
+	print("DONE", flush=True)
+	EOF
+	KA_PID=$!
+	BG_PIDS+=("$KA_PID")
+	exec {KA_FD}>"$KA_IN"
+}
+# ka_get PATH: one more request on the kept-alive connection
+ka_get() {
+	local n i
+	n=$(grep -c '^RESP' "$KA_OUT" 2>/dev/null)
+	echo "$1" >&"$KA_FD"
+	for i in $(seq 50); do
+		[ "$(grep -c '^RESP' "$KA_OUT" 2>/dev/null)" -gt "$n" ] && return 0
+		sleep 0.1
+	done
+	why="no answer on the kept-alive connection: $(short "$(tail -c 300 "$KA_OUT")")"
+	return 1
+}
+ka_stop() { echo >&"$KA_FD"; exec {KA_FD}>&-; wait "$KA_PID" 2>/dev/null; }
+# up_auth N: the Authorization of the last N requests the upstream got
+up_auth() { upreqs allowed-tls | jq -r ".[-$1:][] | .headers[] | select(.[0] | ascii_downcase == \"authorization\") | .[1]"; }
+
+rot_folder() {
+	snap
+	ka_start || return 1
+	ka_get /reflect || return 1
+	put_file tok 2 "$TOK2" && wait_version tok 2 || return 1
+	ka_get /reflect || return 1
+	[ "$(up_auth 2 | tr '\n' ' ')" = "Bearer $TOK1 Bearer $TOK2 " ] ||
+	    { why="the upstream got $(up_auth 2 | sed 's/Bearer \(.....\).*/\1.../' | tr '\n' ' '), want v1 then v2"; return 1; }
+	upx 'allowed-tls.requests=2'
+}
+rot_api() {
+	seal "$KEYS/gateway.pub" tok 3 "$TOK3" allowed.test >"$WORK/tok3.sealed" || return 1
+	# sluicectl takes the name from the file's
+	mkdir -p "$WORK/put" && cp "$WORK/tok3.sealed" "$WORK/put/tok.sealed" || return 1
+	"${SECTL[@]}" secret put "$WORK/put/tok.sealed" >"$WORK/put.out" 2>&1 ||
+	    { why="sluicectl secret put: $(short "$(cat "$WORK/put.out")")"; return 1; }
+	cat "$WORK/put.out" >>"$API_SEEN"
+	ka_get /reflect || return 1
+	[ "$(up_auth 1)" = "Bearer $TOK3" ] || { why="after the API put the upstream got another value"; return 1; }
+	cmp -s "$WORK/tok3.sealed" "$SECDIR/tok.sealed" || { why="the API did not write the folder's file"; return 1; }
+	grep -c '^RESP HTTP/1.1 200' "$KA_OUT" | grep -qx 3 || { why="the kept-alive connection: $(grep '^RESP' "$KA_OUT" | tr '\n' ' ')"; return 1; }
+	no_value "$KA_OUT" "$TOK1" "$TOK2" "$TOK3"
+}
+rot_audit() {
+	audit_has 0 'type=secret_rotate secret=tok version=2 previous_version=1 cause=file' \
+	    'type=secret_rotate secret=tok version=3 previous_version=2 cause=api uid=0'
+}
+# a request in flight finishes with its version: the answer to a request
+# that got v3, arriving after v4 is in force, is redacted for v3
+rot_inflight() {
+	local pid
+	snap
+	in_sb curl -sS --max-time 10 --cacert "$BOX_CA" "${RESOLVE[@]}" -D "$WORK/fl.h" \
+	    -o "$WORK/fl.b" 'https://allowed.test/reflect?ms=1500' 2>"$WORK/fl.e" &
+	pid=$!
+	sleep 0.5
+	put_file tok 4 "$TOK4" && wait_version tok 4 || return 1
+	wait "$pid"
+	cat "$WORK/fl.h" "$WORK/fl.b" >>"$SEEN"
+	[ "$(up_auth 1)" = "Bearer $TOK3" ] || { why="the slow request went up with another version"; return 1; }
+	no_value "$WORK/fl.b" "$TOK3" || return 1
+	hc https://allowed.test/reflect
+	red_ok "$TOK4" && [ "$(up_auth 1)" = "Bearer $TOK4" ]
+}
+
+check rot_folder rot_folder
+check rot_api rot_api
+check rot_audit rot_audit
+
+# ================================================================ bad
+# Refused blobs change nothing: the version in force keeps working, on
+# the same kept-alive connection too.
+
+bad_api() {
+	local code=$1 test=$2 file=$3
+	api PUT /v1/secrets/tok "$(cat "$file")"
+	api_keep
+	[ "$st" = "$code" ] && jq -e "$test" <<<"$out" >/dev/null ||
+	    { why="PUT $file: $st $(short "$out"), want $code and $test"; return 1; }
+}
+bad_put() {
+	# curl --data-binary @file keeps every byte
+	last="PUT /v1/secrets/$2 @$3"
+	st=$(curl -sS --max-time 10 --unix-socket "$SOCK" -X PUT -H 'Expect:' \
+	    -o "$WORK/api.b" -w '%{http_code}' --data-binary "@$3" "http://sluice/v1/secrets/$2")
+	out=$(cat "$WORK/api.b")
+	api_keep
+	[ "$st" = "$1" ] || { why="PUT $3: $st $(short "$out"), want $1"; return 1; }
+	jq -e "$4" <<<"$out" >/dev/null || { why="PUT $3: not ($4): $(short "$out")"; return 1; }
+}
+still_v3() {
+	wait_version tok 3 || return 1
+	ka_get /reflect || return 1
+	[ "$(up_auth 1)" = "Bearer $TOK3" ] || { why="the upstream no longer gets v3"; return 1; }
+}
+bad_tampered() {
+	local off
+	off=$(audit_lines)
+	cp "$WORK/tok3.sealed" "$WORK/tampered.sealed"
+	# one byte of the ciphertext flipped
+	printf '\x01' | dd of="$WORK/tampered.sealed" bs=1 seek=60 conv=notrunc 2>/dev/null
+	"$PY" -c 'import sys; a=open(sys.argv[1],"rb").read(); b=open(sys.argv[2],"rb").read(); sys.exit(a == b)' \
+	    "$WORK/tok3.sealed" "$WORK/tampered.sealed" || { why="the copy is not changed"; return 1; }
+	bad_put 400 tok "$WORK/tampered.sealed" '.error | test("does not open")' || return 1
+	cp "$WORK/tampered.sealed" "$WORK/.t" && mv "$WORK/.t" "$SECDIR/tok.sealed"
+	audit_has "$off" 'type=secret_refused cause=file error=~tok.sealed' || return 1
+	still_v3
+}
+bad_downgrade() {
+	seal "$KEYS/gateway.pub" tok 2 "$TOK2" allowed.test >"$WORK/tok2.sealed" || return 1
+	bad_put 409 tok "$WORK/tok2.sealed" '.error | test("version 2 would replace the newer version 3")' || return 1
+	cp "$WORK/tok2.sealed" "$WORK/.t" && mv "$WORK/.t" "$SECDIR/tok.sealed"
+	sleep 0.3
+	grep -q 'tok.sealed: refused: version 2 would replace' "$WORK/sluiced.log" ||
+	    { why="no refusal of the folder's downgrade in the log"; return 1; }
+	still_v3
+}
+bad_same_version() {
+	seal "$KEYS/gateway.pub" tok 3 "$TOKX" allowed.test >"$WORK/tok3x.sealed" || return 1
+	bad_put 409 tok "$WORK/tok3x.sealed" '.error | test("version 3 is in force with another value")' || return 1
+	bad_put 200 tok "$WORK/tok3.sealed" '.version == 3' || return 1
+	still_v3
+}
+bad_other_key() {
+	seal "$WORK/keys3/gateway.pub" tok 9 "$TOKX" allowed.test >"$WORK/tok9.sealed" || return 1
+	bad_put 400 tok "$WORK/tok9.sealed" '.error | test("another gateway key")' || return 1
+	still_v3
+}
+bad_other_name() {
+	bad_put 400 tok "$SECDIR/basic.sealed" '.error | test("sealed as .basic., not .tok.")' || return 1
+	bad_put 400 tok "$WORK/keygen.log" '.error | test("not a sealed secret")' || return 1
+	still_v3
+}
+bad_value() {
+	local o
+	o=$(printf 'a\nb' | "$SLUICECTL" seal --pub "$KEYS/gateway.pub" --name x 2>&1 >/dev/null)
+	[ $? = 1 ] && grep -q 'CR, LF or NUL' <<<"$o" || { why="sealing a value with LF: $(short "$o")"; return 1; }
+}
+
+check bad_tampered bad_tampered
+check bad_downgrade bad_downgrade
+check bad_same_version bad_same_version
+check bad_other_key bad_other_key
+check bad_other_name bad_other_name
+check bad_value bad_value
+# the folder holds v3 again, so that its rescans agree with the daemon
+cp "$WORK/tok3.sealed" "$SECDIR/.t" && mv "$SECDIR/.t" "$SECDIR/tok.sealed"
+check rot_inflight rot_inflight
+
+# ================================================================ key
+
+# a blob sealed to the second configured gateway key opens too
+key_second() {
+	seal "$WORK/keys2/gateway.pub" tok 5 "$TOK5" allowed.test >"$WORK/tok5.sealed" || return 1
+	bad_put 200 tok "$WORK/tok5.sealed" ".version == 5 and .key_id != \"$(jq -r .key_id <<<"$(curl -s --unix-socket "$SOCK" http://s/v1/secrets/basic)")\"" || return 1
+	ka_get /reflect || return 1
+	[ "$(up_auth 1)" = "Bearer $TOK5" ] || { why="v5 (second key) not injected"; return 1; }
+}
+check key_second key_second
+ka_stop
+
+# ================================================================ api
+
+api_list() {
+	api GET /v1/secrets
+	api_keep
+	[ "$st" = 200 ] || { why="GET /v1/secrets: $st"; return 1; }
+	jq -e '[.secrets[].name] == ["basic", "other", "tok"]' <<<"$out" >/dev/null &&
+	jq -e '.secrets[] | select(.name == "tok") | .version == 5 and (.fingerprint | test("^[0-9a-f]{32}$")) and .hosts == ["allowed.test"] and .source == "api"' <<<"$out" >/dev/null &&
+	jq -e '.secrets[] | select(.name == "other") | .hosts == ["other.test"] and .source == "file"' <<<"$out" >/dev/null ||
+	    { why="GET /v1/secrets: $(short "$out")"; return 1; }
+	"${SECTL[@]}" secret ls >"$WORK/ls.out" 2>&1 || { why="sluicectl secret ls failed"; return 1; }
+	cat "$WORK/ls.out" >>"$API_SEEN"
+	grep -Eq '^tok +5 +[0-9a-f]{32} +allowed.test ' "$WORK/ls.out" ||
+	    { why="secret ls: $(short "$(cat "$WORK/ls.out")")"; return 1; }
+}
+api_delete() {
+	"${SECTL[@]}" secret rm tok >"$WORK/rm.out" 2>&1 || { why="secret rm: $(cat "$WORK/rm.out")"; return 1; }
+	[ ! -e "$SECDIR/tok.sealed" ] || { why="the file is still there"; return 1; }
+	hc https://allowed.test/reflect
+	cwant 503 '.reason == "secret-unavailable"' || return 1
+	api DELETE /v1/secrets/tok
+	[ "$st" = 404 ] || { why="a second DELETE: $st"; return 1; }
+	audit_has 0 'type=secret_delete secret=tok version=5 cause=api'
+}
+api_folder_add() {
+	put_file tok 6 "$TOK1" && wait_version tok 6 || return 1
+	hc https://allowed.test/reflect
+	red_ok "$TOK1"
+}
+api_metrics() {
+	out=$(ip netns exec "$NS_GW" curl -sS --max-time 5 http://127.0.0.1:19464/metrics)
+	printf '%s\n' "$out" >>"$API_SEEN"
+	grep -q '^sluice_secret_version{secret="tok"} 6$' <<<"$out" &&
+	grep -Eq '^sluice_injections_total\{secret="tok"\} [1-9]' <<<"$out" &&
+	grep -Eq '^sluice_redactions_total\{rule="intercept:bearer",where="body"\} [1-9]' <<<"$out" ||
+	    { why="metrics: $(grep -E 'secret|inject|redact' <<<"$out" | short "$(cat)")"; return 1; }
+}
+check api_list api_list
+check api_delete api_delete
+check api_folder_add api_folder_add
+check api_metrics api_metrics
+
+# ================================================================ daemon and leaks
+
+daemon_same() {
+	kill -0 "$SL_PID" 2>/dev/null || { why="sluiced ($SL_PID) is gone: $(sanitizer)"; return 1; }
+	api GET /v1/status
+	[ "$st" = 200 ] && [ "$(jq -r .uptime_s <<<"$out")" -ge $(( $(date +%s) - T_START - 1 )) ] ||
+	    { why="status $st: restarted?"; return 1; }
+}
+daemon_ends() {
+	local san
+	world_stop "$SL_PID" TERM 80
+	san=$(sanitizer)
+	[ -z "$san" ] || { why="sanitizer: $san"; return 1; }
+	[ "$WORLD_STOP_STATUS" = 0 ] || { why="exit status $WORLD_STOP_STATUS after SIGTERM"; return 1; }
+}
+# no secret value, in any form, in anything sluiced wrote or the sandbox got
+leak_none() {
+	local f
+	[ -s "$SEEN" ] && [ -s "$API_SEEN" ] && [ -s "$AUDIT" ] || { why="nothing collected to scan"; return 1; }
+	for f in "$WORK/sluiced.log" "$AUDIT" "$SEEN" "$API_SEEN" "$WORK/check.log" "$WORK/seal.log" "$WORK/keygen.log"; do
+		no_value "$f" "${ALL_VALUES[@]}" || return 1
+	done
+	# and the scan finds a value where there is one
+	printf 'x%sx' "$(printf '%s' "$TOK2" | base64 -w0)" >"$WORK/canary"
+	no_value "$WORK/canary" "$TOK2" 2>/dev/null && { why="the scan misses a base64'd value"; return 1; }
+	return 0
+}
+
+check daemon_same daemon_same
+check daemon_ends daemon_ends
+check leak_none leak_none
+
+check_done
