@@ -13,7 +13,9 @@
 #                          warm-up, not counted)
 #        ICPT_CONNS (32)   concurrent connections of the rate runs
 #        ICPT_MIB (256)    size of the bulk file
-#        ICPT_PEERS ("direct sluice nginx haproxy mitmproxy")
+#        ICPT_PEERS ("direct sluice nginx haproxy mitmproxy"; add
+#                          sluice-inject for the cost of injection and
+#                          redaction)
 #        ICPT_PROXY_CPU (1), ICPT_CLIENT_CPU (0)
 #        ICPT_LOAD_MAX (1.0), ICPT_LOAD_WAIT (600): before measuring, wait
 #                          (at most ICPT_LOAD_WAIT s) until the 1-minute load
@@ -42,6 +44,10 @@
 # in user/system mode less the CPU time of our processes there).
 #
 # Peers' configurations (each as it would be run for this job):
+#   sluice-inject  as sluice, but the rule injects X-Bench from a sealed
+#             secret: a request record before each request goes up, and
+#             every answer (bulk included) through the redactor,
+#             re-framed as chunked.
 #   sluice    policy: one intercept rule {host: allowed.test, action: pass};
 #             upstream_ca the test CA; audit to tmpfs, fsync batch (one
 #             hash-chained record per request); one upstream TLS connection
@@ -179,6 +185,23 @@ limits: {connections: 100000}
 sandboxes:
   - {id: bench, sources: ["198.18.0.2"], policy: icpt}
 CFG
+# sluice-inject: the same, but the rule injects a header from a sealed
+# secret, so every answer goes through the redactor (bulk: redaction on)
+SLUICECTL=${SLUICECTL:-$(dirname "$SLUICED")/sluicectl}
+case " $peers " in
+*" sluice-inject "*)
+	mkdir -p "$tmp/pol-inj" "$tmp/sec" && cp "$top/policy.d/default.yaml" "$tmp/pol-inj/" &&
+	"$SLUICECTL" keygen --out "$tmp/keys" >/dev/null &&
+	head -c 24 /dev/urandom | base64 | tr -d '\n' |
+	    "$SLUICECTL" seal --pub "$tmp/keys/gateway.pub" --name bench --host allowed.test \
+	    > "$tmp/sec/bench.sealed" 2>/dev/null || die "cannot make the secret for sluice-inject"
+	sed -e 's/name: bench-pass/name: bench-inject/' \
+	    -e 's/    action: pass/    inject: {set: {x-bench: "sluice {{secret:bench}}"}}/' \
+	    "$tmp/pol/icpt.yaml" > "$tmp/pol-inj/icpt.yaml"
+	sed -e "s|policy_dir: .*|policy_dir: $tmp/pol-inj\nsecret_dir: $tmp/sec\ngateway_key: $tmp/keys/gateway.key|" \
+	    -e "s|audit.jsonl|audit-inject.jsonl|" "$tmp/sluiced.yaml" > "$tmp/sluiced-inject.yaml"
+	;;
+esac
 
 mkdir -p "$tmp/ngx"
 cat > "$tmp/ngx/nginx.conf" <<NGX
@@ -404,20 +427,22 @@ for p in $peers; do
 		redirect_to ""
 		measure direct
 		;;
-	sluice)
+	sluice|sluice-inject)
 		redirect_to 15001
-		world_spawn "$NS_GW" "$tmp/sluiced.log" taskset -c "$PCPU" "$SLUICED" -c "$tmp/sluiced.yaml"
+		cfg=$tmp/sluiced.yaml
+		[ "$p" = sluice-inject ] && cfg=$tmp/sluiced-inject.yaml
+		world_spawn "$NS_GW" "$tmp/$p.log" taskset -c "$PCPU" "$SLUICED" -c "$cfg"
 		pid=$SPAWNED
-		world_wait_listen "$NS_GW" 15001 || { cat "$tmp/sluiced.log" >&2; die "sluiced did not start"; }
+		world_wait_listen "$NS_GW" 15001 || { cat "$tmp/$p.log" >&2; die "sluiced did not start"; }
 		curl -s -f --unix-socket "$tmp/control.sock" http://x/v1/sandboxes/bench/ca.pem > "$tmp/sbca.pem" &&
 		    grep -q 'BEGIN CERTIFICATE' "$tmp/sbca.pem" || die "no CA for sandbox bench from the control API"
 		cat "$pki/ca.pem" "$tmp/sbca.pem" > "$tmp/trust.pem"
 		PIDS=$pid
-		measure sluice
-		alive_or_report sluice "$pid" "$tmp/sluiced.log"
-		R[sluice,rss]=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+		measure "$p"
+		alive_or_report "$p" "$pid" "$tmp/$p.log"
+		R[$p,rss]=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null)
 		world_stop "$pid"
-		R[sluice,exit]=$WORLD_STOP_STATUS
+		R[$p,exit]=$WORLD_STOP_STATUS
 		;;
 	nginx)
 		redirect_to 15003
@@ -461,8 +486,8 @@ done
 t_run=$(( $(date +%s) - t_start ))
 
 # --- sluice's own account of the run ---
-if [ -f "$tmp/sluiced.log" ]; then
-	sl_warn=$(grep -ciE 'error|warn|crit|fatal|abort' "$tmp/sluiced.log")
+if [ -f "$tmp/sluice.log" ]; then
+	sl_warn=$(grep -ciE 'error|warn|crit|fatal|abort' "$tmp/sluice.log")
 	sl_req=$(grep -c '"type": *"request"' "$tmp/audit.jsonl" 2>/dev/null)
 	sl_conn=$(grep -c '"type": *"conn"' "$tmp/audit.jsonl" 2>/dev/null)
 	sl_deny=$(grep '"type": *"request"' "$tmp/audit.jsonl" 2>/dev/null | grep -vc '"action": *"pass"')
@@ -480,11 +505,11 @@ printf 'keep-alive: %s conns x %ss GET /small (3 B); new: %s concurrent, 1 req/c
     "$conns" "$secs" "$conns" "$mib"
 printf 'load average (1 min): %s at start, %s at end; run %ss; sluiced %s\n\n' \
     "$start_load" "$(load1)" "$t_run" "$SLUICED"
-printf '%-9s %8s %5s %7s %7s %6s %4s | %7s %5s %6s %6s | %7s %5s %7s %6s | %6s %5s %5s\n' \
+printf '%-13s %8s %5s %7s %7s %6s %4s | %7s %5s %6s %6s | %7s %5s %7s %6s | %6s %5s %5s\n' \
     peer "ka req/s" "/$ref" "p50 us" "p99 us" "us/req" "core" \
     "new c/s" "/$ref" "p99 us" "us/c" "res c/s" "/$ref" "resumed" "us/c" "bulk MB/s" "/dir" "us/MB"
 for p in $peers; do
-	printf '%-9s %8s %5s %7s %7s %6s %3s%% | %7s %5s %6s %6s | %7s %5s %7s %6s | %9s %5s %5s\n' "$p" \
+	printf '%-13s %8s %5s %7s %7s %6s %3s%% | %7s %5s %6s %6s | %7s %5s %7s %6s | %9s %5s %5s\n' "$p" \
 	    "$(v "$p,ka.rps")" "$(ratio "$(v "$p,ka.rps")" "$(v "$ref,ka.rps")")" \
 	    "$(v "$p,ka.p50_us")" "$(v "$p,ka.p99_us")" "$(v "$p,ka.cpu_us")" "$(v "$p,ka.pbusy")" \
 	    "$(v "$p,new.rps")" "$(ratio "$(v "$p,new.rps")" "$(v "$ref,new.rps")")" \
@@ -518,13 +543,13 @@ for p in $peers; do printf ' %s %s;' "$p" "$(v "$p,quiet")"; done
 printf '\nload during each peer (1-min avg, before-after):'
 for p in $peers; do printf ' %s %s' "$p" "$(v "$p,load")"; done
 printf '\n'
-if [ -f "$tmp/sluiced.log" ]; then
+if [ -f "$tmp/sluice.log" ]; then
 	printf 'sluiced: exit %s, peak RSS %s KiB, %s warning/error log lines, audit %s request records (%s not pass), %s conn records%s\n' \
 	    "$(v sluice,exit)" "$(v sluice,rss)" "$sl_warn" "$sl_req" "$sl_deny" "$sl_conn" \
 	    "$([ -n "$(v sluice,died | grep -v -- -)" ] && echo ', DIED DURING THE RUN')"
 	if [ "$sl_warn" -gt 0 ]; then
 		printf 'sluiced log (first warning/error lines):\n'
-		grep -iE 'error|warn|crit|fatal|abort' "$tmp/sluiced.log" | sort | uniq -c | sort -rn | head -8
+		grep -iE 'error|warn|crit|fatal|abort' "$tmp/sluice.log" | sort | uniq -c | sort -rn | head -8
 	fi
 fi
 } | tee "$tmp/results.txt"

@@ -19,6 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir}
 SLUICED=${SLUICED:-$top_builddir/sluiced}
+SLUICECTL=${SLUICECTL:-$top_builddir/sluicectl}
 WORLD_SRCDIR=$top_srcdir	# read by lib.sh
 
 keep=0 verbose=0
@@ -61,6 +62,11 @@ check_work() {
 		exit 1
 	fi
 	WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-$1.XXXXXX") || exit 1
+	CHECK_NAME=$1
+	# what the sandbox received and the control API answered, for leaks.sh
+	SEEN=$WORK/sandbox-received API_SEEN=$WORK/api-answers
+	: >"$SEEN" && : >"$API_SEEN" || exit 1
+	[ -n "${SLUICE_ARTIFACTS:-}" ] && rm -rf "${SLUICE_ARTIFACTS:?}/$1"
 	SL_PID=""
 	BG_PIDS=()
 	trap cleanup EXIT
@@ -75,11 +81,45 @@ cleanup() {
 	done
 	world_down
 	cleanup_more
+	keep_artifacts
 	if [ "$nfail" -gt 0 ] || [ "$keep" = 1 ]; then
 		echo "work directory kept: $WORK" >&2
 	else
 		rm -rf "$WORK"
 	fi
+}
+
+# keep_artifacts: with SLUICE_ARTIFACTS set (make check sets it), what
+# sluiced wrote and what the sandbox and the API clients received are kept
+# in $SLUICE_ARTIFACTS/NAME, with the secret values of the run
+# (canary-values), for tests/integ/leaks.sh.
+keep_artifacts() {
+	local d f
+	[ -n "${SLUICE_ARTIFACTS:-}" ] || return 0
+	d=$SLUICE_ARTIFACTS/$CHECK_NAME
+	mkdir -p "$d" || return 0
+	for f in sluiced.log check.log audit.jsonl sandbox-received api-answers \
+	    canary-values seal.log keygen.log; do
+		[ -f "$WORK/$f" ] && cp "$WORK/$f" "$d/"
+	done
+}
+
+# canary_secrets KEYDIR SECDIR NAME:HOST...: a gateway key pair in KEYDIR
+# and, in SECDIR, secret NAME (version 1, a random value) bound to HOST,
+# each sealed with the real sluicectl; the values go to
+# $WORK/canary-values, one a line, for the leak scan.
+canary_secrets() {
+	local keys=$1 dir=$2 nh v
+	shift 2
+	mkdir -p "$dir" &&
+	"$SLUICECTL" keygen --out "$keys" >>"$WORK/keygen.log" 2>&1 || return 1
+	for nh in "$@"; do
+		v="canary-$(head -c 12 /dev/urandom | base64 | tr -d '\n=' | tr '+/' '-_')/+%"
+		printf '%s' "$v" | "$SLUICECTL" seal --pub "$keys/gateway.pub" \
+		    --name "${nh%%:*}" --host "${nh#*:}" --secret-version 1 \
+		    >"$dir/${nh%%:*}.sealed" 2>>"$WORK/seal.log" || return 1
+		printf '%s\n' "$v" >>"$WORK/canary-values"
+	done
 }
 
 setup_fail() {
@@ -144,6 +184,7 @@ api() {
 	    -o "$WORK/api.b" -w '%{http_code}' "${d[@]}" "http://sluice$2" 2>"$WORK/api.e") ||
 	    st="curl-error:$(short "$(cat "$WORK/api.e")")"
 	out=$(cat "$WORK/api.b" 2>/dev/null)
+	printf '%s\n' "$out" >>"$API_SEEN"
 }
 
 # cwant CODE [JQ...]: the last curl got CODE and its JSON body passes each test.

@@ -75,6 +75,7 @@ api() {
 	    "http://sluice$p" 2>"$WORK/api.e") || st="curl-error:$(short "$(cat "$WORK/api.e")")"
 	body=$(cat "$WORK/api.b" 2>/dev/null)
 	hdrs=$(tr -d '\r' <"$WORK/api.h" 2>/dev/null)
+	printf '%s\n' "$body" >>"$API_SEEN"
 }
 
 # want CODE [JQ...]: the last answer has status CODE and every jq test holds.

@@ -30,8 +30,8 @@
 #   hdr_*    the request head the upstream gets (Host rewritten, hop-by-hop
 #            dropped, the rest intact) and the response head the client
 #            gets
-#   deny_*   method, path, query, header, no rule, inject, forward: 403
-#            JSON from sluice, nothing upstream
+#   deny_*   method, path, query, header, no rule, forward: 403 JSON
+#            from sluice, nothing upstream; inject (a canary secret)
 #   ka_*     keep-alive and pipelining: each request judged, answers in
 #            order, refusals after slow answers, bodies of refused requests
 #   host_*   Host, absolute-form target or port other than the SNI: 421
@@ -115,6 +115,7 @@ hc() {
 	cexit=$?
 	chdrs=$(tr -d '\r' <"$WORK/c.h" 2>/dev/null)
 	cerr=$(cat "$WORK/c.e")
+	cat "$WORK/c.h" "$WORK/c.b" "$WORK/c.e" >>"$SEEN" 2>/dev/null
 	out="$cst $(head -c 400 "$WORK/c.b" 2>/dev/null) $(tail -3 "$WORK/c.e")"
 }
 
@@ -137,6 +138,7 @@ traw() {
 	rout=$(timeout 30 ip netns exec "$NS_SB" "$PY" "$UPSTREAM_PY" raw \
 	    "$(addr_of "$name"):443" --tls-name "$name" --ca "$BOX_CA" --json \
 	    --timeout 5 --send "$send" "$@" 2>&1)
+	printf '%s\n' "$rout" >>"$SEEN"
 	out=$rout
 }
 
@@ -235,6 +237,11 @@ world_init
     setup_fail "certs/mkpki.sh failed (see $WORK/mkpki.log)"
 PIN_OK="" PIN_BAD=""
 make_certs 2>>"$WORK/certs.log" >&2 || setup_fail "making the test certificates failed (see $WORK/certs.log)"
+# the secret the inject rule names, and one bound elsewhere: canaries for
+# tests/integ/leaks.sh, which looks for them in everything this run kept
+canary_secrets "$WORK/keys" "$WORK/secrets" tok:allowed.test spare:other.test ||
+    setup_fail "sealing the canary secrets: $(tail -1 "$WORK/seal.log" "$WORK/keygen.log" 2>/dev/null)"
+CANARY_TOK=$(head -1 "$WORK/canary-values")
 world_up >"$WORK/world.log" 2>&1 || setup_fail "world_up: $(tail -1 "$WORK/world.log")"
 world_start_dns "$WORK" 2>>"$WORK/world.log" || setup_fail "dnsmasq did not start"
 world_start_upstreams "$PKI" "$STATE" "$WORK" 2>>"$WORK/world.log" ||
@@ -384,6 +391,8 @@ listen:
 resolvers: ["198.18.1.2:53"]
 policy_dir: $POLDIR
 upstream_ca: $CA
+secret_dir: $WORK/secrets
+gateway_key: $WORK/keys/gateway.key
 audit: {path: $AUDIT, fsync: always}
 workers: 2
 timeouts: {handshake: 5s, idle: 30s, connect: 3s}
@@ -611,13 +620,15 @@ deny_no_rule() {
 	hello_ok denied-tls || return 1
 	upx 'denied-tls.requests=1 denied-tls.paths=/only'
 }
-# this gateway has no secret store: inject fails closed, saying why;
-# forwarding is not built yet
+# an inject rule: the upstream gets the canary, the sandbox's own
+# Authorization does not reach it (secrets.sh tests injection in depth);
+# forwarding is not built yet: it fails closed
 deny_inject() {
 	snap
-	hc https://allowed.test/inject
-	denied intercept:inject-token secrets-off || return 1
-	upx "$NOTHING_UP"
+	hc -H 'Authorization: Bearer mine' https://allowed.test/inject
+	hello_ok allowed-tls || return 1
+	upwant allowed-tls 'length == 1' \
+	    "[.[0].headers[] | select(.[0] | ascii_downcase == \"authorization\") | .[1]] == [\"Bearer $CANARY_TOK\"]"
 }
 deny_forward() {
 	snap

@@ -43,14 +43,11 @@
 . "$(dirname "$0")/check.sh"
 
 check_needs curl openssl dnsmasq dig timeout jq base64
-SLUICECTL=${SLUICECTL:-$top_builddir/sluicectl}
-
 check_work secrets
 [ -x "$SLUICECTL" ] || setup_fail "$SLUICECTL not built"
 PKI=$WORK/pki CA=$WORK/pki/ca.pem STATE=$WORK/state KEYS=$WORK/keys
 SOCK=$WORK/control.sock POLDIR=$WORK/policy.d AUDIT=$WORK/audit.jsonl
-SECDIR=$WORK/secrets BOX_CA=$WORK/box.pem SEEN=$WORK/sandbox-received
-API_SEEN=$WORK/api-answers
+SECDIR=$WORK/secrets BOX_CA=$WORK/box.pem
 
 last="" out=""
 check_verbose() {
@@ -67,6 +64,7 @@ TOK1="t1-$(rnd)/+=&?$(rnd)" TOK2="t2-$(rnd)/+=&?$(rnd)" TOK3="t3-$(rnd)~!$(rnd)"
 TOK4="t4-$(rnd)%$(rnd)" TOK5="t5-$(rnd):$(rnd)" TOKX="tx-$(rnd)@$(rnd)"
 BASIC="user-$(rnd):pw/$(rnd)" OTHER="o-$(rnd)$(rnd)"
 ALL_VALUES=("$TOK1" "$TOK2" "$TOK3" "$TOK4" "$TOK5" "$TOKX" "$BASIC" "$OTHER")
+printf '%s\n' "${ALL_VALUES[@]}" >"$WORK/canary-values"
 
 # ---------------------------------------------------------------- keys and sealing
 
@@ -116,7 +114,6 @@ hc() {
 	cat "$WORK/c.h" "$WORK/c.b" "$WORK/c.e" >>"$SEEN" 2>/dev/null
 	out="$cst $(head -c 400 "$WORK/c.b" 2>/dev/null) $(tail -3 "$WORK/c.e")"
 }
-api_keep() { cat "$WORK/api.b" >>"$API_SEEN" 2>/dev/null; }
 
 # forms VALUE: the value as is and in the forms the tests look for
 forms() {
@@ -216,7 +213,7 @@ audit: {path: $AUDIT, fsync: always}
 workers: 2
 timeouts: {handshake: 5s, idle: 30s, connect: 3s}
 EOF
-: >"$AUDIT" && : >"$SEEN" && : >"$API_SEEN"
+: >"$AUDIT"
 "$SLUICED" -c "$WORK/sluiced.yaml" --check >"$WORK/check.log" 2>&1 ||
     setup_fail "sluiced --check: $(tail -2 "$WORK/check.log")"
 world_spawn "$NS_GW" "$WORK/sluiced.log" "$SLUICED" -c "$WORK/sluiced.yaml"
@@ -398,7 +395,12 @@ ka_get() {
 	why="no answer on the kept-alive connection: $(short "$(tail -c 300 "$KA_OUT")")"
 	return 1
 }
-ka_stop() { echo >&"$KA_FD"; exec {KA_FD}>&-; wait "$KA_PID" 2>/dev/null; }
+ka_stop() {
+	echo >&"$KA_FD"
+	exec {KA_FD}>&-
+	wait "$KA_PID" 2>/dev/null
+	cat "$KA_OUT" >>"$SEEN"
+}
 # up_auth N: the Authorization of the last N requests the upstream got
 up_auth() { upreqs allowed-tls | jq -r ".[-$1:][] | .headers[] | select(.[0] | ascii_downcase == \"authorization\") | .[1]"; }
 
@@ -458,7 +460,6 @@ check rot_audit rot_audit
 bad_api() {
 	local code=$1 test=$2 file=$3
 	api PUT /v1/secrets/tok "$(cat "$file")"
-	api_keep
 	[ "$st" = "$code" ] && jq -e "$test" <<<"$out" >/dev/null ||
 	    { why="PUT $file: $st $(short "$out"), want $code and $test"; return 1; }
 }
@@ -468,7 +469,7 @@ bad_put() {
 	st=$(curl -sS --max-time 10 --unix-socket "$SOCK" -X PUT -H 'Expect:' \
 	    -o "$WORK/api.b" -w '%{http_code}' --data-binary "@$3" "http://sluice/v1/secrets/$2")
 	out=$(cat "$WORK/api.b")
-	api_keep
+	printf '%s\n' "$out" >>"$API_SEEN"
 	[ "$st" = "$1" ] || { why="PUT $3: $st $(short "$out"), want $1"; return 1; }
 	jq -e "$4" <<<"$out" >/dev/null || { why="PUT $3: not ($4): $(short "$out")"; return 1; }
 }
@@ -547,7 +548,6 @@ ka_stop
 
 api_list() {
 	api GET /v1/secrets
-	api_keep
 	[ "$st" = 200 ] || { why="GET /v1/secrets: $st"; return 1; }
 	jq -e '[.secrets[].name] == ["basic", "other", "tok"]' <<<"$out" >/dev/null &&
 	jq -e '.secrets[] | select(.name == "tok") | .version == 5 and (.fingerprint | test("^[0-9a-f]{32}$")) and .hosts == ["allowed.test"] and .source == "api"' <<<"$out" >/dev/null &&
