@@ -541,6 +541,47 @@ t_held_bound(void **st)
 	redactor_free(r);
 }
 
+/*
+ * A reset with the patterns it already has starts a new stream on the same
+ * automaton; the same pointers holding other bytes (memory freed and
+ * taken again) build a new one: the new value is redacted, the old not.
+ */
+static void
+t_reset_same_patterns(void **st)
+{
+	uint8_t val[] = "secret-one";
+	struct redact_pat p = { val, sizeof(val) - 1 };
+	struct redactor *r;
+	struct out o = { 0 };
+	static const uint8_t in1[] = "a secret-one b secret-two c";
+
+	assert_non_null(r = redactor_new());
+	assert_int_equal(redactor_reset(r, &p, 1), 0);
+	assert_int_equal(redactor_feed(r, in1, sizeof(in1) - 1, collect, &o), 0);
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(redactor_count(r), 1);
+	assert_int_equal(o.len, strlen("a [REDACTED] b secret-two c"));
+	assert_memory_equal(o.buf, "a [REDACTED] b secret-two c", o.len);
+	/* Again, same patterns: same result, the count from zero. */
+	o.len = 0;
+	assert_int_equal(redactor_reset(r, &p, 1), 0);
+	assert_int_equal(redactor_feed(r, in1, sizeof(in1) - 1, collect, &o), 0);
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(redactor_count(r), 1);
+	assert_memory_equal(o.buf, "a [REDACTED] b secret-two c", o.len);
+	/* Same pointer and length, other bytes. */
+	memcpy(val, "secret-two", 10);
+	o.len = 0;
+	assert_int_equal(redactor_reset(r, &p, 1), 0);
+	assert_int_equal(redactor_feed(r, in1, sizeof(in1) - 1, collect, &o), 0);
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(redactor_count(r), 1);
+	assert_int_equal(o.len, strlen("a secret-one b [REDACTED] c"));
+	assert_memory_equal(o.buf, "a secret-one b [REDACTED] c", o.len);
+	out_free(&o);
+	redactor_free(r);
+}
+
 /* With no pattern, each feed is emitted at once, as is, in one piece. */
 static void
 t_passthrough(void **st)
@@ -757,6 +798,7 @@ main(void)
 		cmocka_unit_test(t_held_bound),
 		cmocka_unit_test(t_passthrough),
 		cmocka_unit_test(t_emit_stops),
+		cmocka_unit_test(t_reset_same_patterns),
 		cmocka_unit_test(t_count),
 		cmocka_unit_test(t_bad_setup_fails_closed),
 		cmocka_unit_test(t_buf_too_small),
