@@ -1,7 +1,6 @@
-/* cmd_daemon.c: sluicectl secret ls | put | rm, reload, stats, audit tail. */
+/* cmd_daemon.c: sluicectl secret ls | put | rm, reload, stats. */
 #include "autoconf.h"
 
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +181,29 @@ cmd_reload(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	else
 		printf("reloaded: generation %lld, %lld policies\n",
 		    jnum(ans, "generation"), jnum(ans, "policies"));
+	json_decref(ans);
+	return rc;
+}
+
+int
+cmd_audit_rotate(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
+{
+	json_t *ans = NULL;
+	int rc, first;
+
+	if ((rc = cmd_args(ctl, c, argc, argv, 0, 0, &first)) != CMD_GO)
+		return rc;
+	if ((rc = api_json(ctl, c, "POST", "/v1/audit/rotate", NULL, &ans)) !=
+	    EXIT_OK)
+		return rc;
+	if (ctl->json)
+		rc = print_json(ans) == 0 ? EXIT_OK : EXIT_FAIL;
+	else {
+		fputs("rotating ", stdout);
+		fput_safe(json_string_value(json_object_get(ans, "rotating")),
+		    stdout);
+		fputc('\n', stdout);
+	}
 	json_decref(ans);
 	return rc;
 }
@@ -404,41 +426,4 @@ cmd_stats(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	http_resp_free(resp);
 	json_decref(status);
 	return rc;
-}
-
-/* ---- audit tail --------------------------------------------------------- */
-
-int
-cmd_audit_tail(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "follow", no_argument, NULL, 'f' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int ch;
-
-	optind = 0;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'f':
-			break;
-		case 'j':
-			ctl->json = 1;
-			break;
-		case 'h':
-			cmd_usage(c, stdout);
-			return EXIT_OK;
-		default:
-			return cmd_badopt(c, ch, argv);
-		}
-	}
-	if (optind < argc)
-		return cmd_usage_err(c, "unexpected argument '%s'",
-		    argv[optind]);
-	/* XXX the control API has no audit stream yet (doc/control-api.md). */
-	cmd_err(c, "not available in this build");
-	return EXIT_FAIL;
 }

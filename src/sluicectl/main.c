@@ -13,8 +13,6 @@
 
 #include "sluicectl/sluicectl.h"
 
-static int cmd_not_yet(struct ctl *, const struct cmd *, int, char **);
-
 /* SPEC's commands, in the order --help lists them. */
 static const struct cmd cmds[] = {
 	{ "sandbox", "add", "ID --source ADDR[/LEN]... --policy NAME|FILE "
@@ -32,8 +30,12 @@ static const struct cmd cmds[] = {
 	{ "secret", "rm", "NAME", cmd_secret_rm },
 	{ NULL, "reload", "", cmd_reload },
 	{ NULL, "stats", "", cmd_stats },
-	{ "audit", "tail", "[-f]", cmd_audit_tail },
-	{ "audit", "verify", "FILE... --pub signing.pub", cmd_not_yet },
+	{ "audit", "tail", "[-f] [-n N] [--file PATH] [--sandbox S] "
+	    "[--secret NAME] [--rule R] [--action A] [--type T]",
+	    cmd_audit_tail },
+	{ "audit", "verify", "FILE... [--pub signing.pub]... [--open]",
+	    cmd_audit_verify },
+	{ "audit", "rotate", "", cmd_audit_rotate },
 	{ NULL, "keygen", "--out DIR", cmd_keygen },
 	{ NULL, "seal", "--pub gateway.pub --name NAME [--host H]... "
 	    "[--secret-version N] [--out FILE]", cmd_seal },
@@ -176,17 +178,6 @@ cmd_args(struct ctl *ctl, const struct cmd *c, int argc, char **argv,
 		    argv[optind + max]);
 	*first = optind;
 	return CMD_GO;
-}
-
-/* Offline commands of SPEC that this build does not carry yet. */
-static int
-cmd_not_yet(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
-{
-	(void)ctl;
-	(void)argc;
-	(void)argv;
-	cmd_err(c, "not implemented in this build yet");
-	return EXIT_FAIL;
 }
 
 static int

@@ -76,7 +76,11 @@ int	cmd_secret_ls(struct ctl *, const struct cmd *, int, char **);
 int	cmd_secret_put(struct ctl *, const struct cmd *, int, char **);
 int	cmd_secret_rm(struct ctl *, const struct cmd *, int, char **);
 int	cmd_reload(struct ctl *, const struct cmd *, int, char **);
+int	cmd_audit_rotate(struct ctl *, const struct cmd *, int, char **);
 int	cmd_stats(struct ctl *, const struct cmd *, int, char **);
+
+/* cmd_audit.c: verify is offline; tail asks the daemon for the file */
+int	cmd_audit_verify(struct ctl *, const struct cmd *, int, char **);
 int	cmd_audit_tail(struct ctl *, const struct cmd *, int, char **);
 
 /* cmd_keys.c: offline */
