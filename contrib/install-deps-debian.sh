@@ -13,7 +13,8 @@ PKGS="
 build-essential autoconf automake libtool pkg-config
 libssl-dev libevent-dev libyaml-dev libsodium-dev libjansson-dev libidn2-dev
 libcmocka-dev node-llhttp
-nftables iproute2 curl dnsutils openssl python3 dnsmasq-base socat
+nftables iproute2 curl dnsutils openssl python3 dnsmasq-base socat jq
+python3-jwt python3-cryptography
 clang libclang-rt-14-dev
 haproxy nginx-light libnginx-mod-stream wrk dnsperf
 "
@@ -21,7 +22,8 @@ haproxy nginx-light libnginx-mod-stream wrk dnsperf
 #              (llhttp's C sources, compiled in when no libllhttp is found)
 # unit tests   libcmocka-dev
 # integration  nftables iproute2 curl dnsutils openssl python3 dnsmasq-base
-#              socat (tests/integ, contrib/demo.sh)
+#              socat jq (tests/integ, contrib/demo.sh); python3-jwt
+#              python3-cryptography (the policy proxy of forward.sh)
 # fuzzers      clang, libclang-rt-14-dev (libFuzzer, ASan/UBSan runtimes;
 #              only a Recommends of clang, so named here)
 # benchmarks   haproxy nginx-light libnginx-mod-stream wrk dnsperf (tests/bench)

@@ -103,15 +103,16 @@ config_parse_duration(const char *s, unsigned *ms)
 }
 
 static void
-get_duration(struct ycheck *x, const struct ynode *map, const char *key,
-    unsigned *dst)
+get_duration(struct ycheck *x, const struct ynode *map, const char *parent,
+    const char *key, unsigned *dst)
 {
 	const struct ynode *n;
 	char path[64], e[80];
 	unsigned ms;
 	int r;
 
-	snprintf(path, sizeof(path), "timeouts.%s", key);
+	snprintf(path, sizeof(path), "%s%s%s", parent ? parent : "",
+	    parent ? "." : "", key);
 	if ((n = ynode_get(map, key)) == NULL || !ycheck_string(x, n, path))
 		return;
 	if ((r = config_parse_duration(n->scalar, &ms)) == SL_ERR_TOO_BIG) {
@@ -234,7 +235,7 @@ static void
 parse_listen(struct ycheck *x, const struct ynode *root, struct config *c)
 {
 	static const char *const keys[] = { "transparent", "proxy", "dns",
-	    "control", "metrics", NULL };
+	    "control", "metrics", "jwks", NULL };
 	const struct ynode *l, *n;
 	struct sockaddr_un sun;
 	struct endpoint ep;
@@ -254,6 +255,13 @@ parse_listen(struct ycheck *x, const struct ynode *root, struct config *c)
 		else if (ok)
 			*c->metrics = ep;
 	}
+	if ((n = ynode_get(l, "jwks")) != NULL) {
+		endpoint_item(x, n, "listen.jwks", 0, &ep, &ok);
+		if (ok && (c->jwks = malloc(sizeof(ep))) == NULL)
+			x->nomem = 1;
+		else if (ok)
+			*c->jwks = ep;
+	}
 	get_string(x, l, "control", "listen.control", &c->control);
 	if ((n = ynode_get(l, "control")) != NULL && c->control != NULL &&
 	    strlen(c->control) >= sizeof(sun.sun_path))
@@ -266,10 +274,10 @@ static void
 check_endpoint_clash(struct ycheck *x, const struct ynode *root,
     const struct config *c)
 {
-	const struct endpoint *all[4] = { c->transparent, c->proxy, c->dns,
-	    c->metrics };
-	const size_t nall[4] = { c->ntransparent, c->nproxy, c->ndns,
-	    c->metrics != NULL };
+	const struct endpoint *all[5] = { c->transparent, c->proxy, c->dns,
+	    c->metrics, c->jwks };
+	const size_t nall[5] = { c->ntransparent, c->nproxy, c->ndns,
+	    c->metrics != NULL, c->jwks != NULL };
 	const struct endpoint *a, *b;
 	const struct ynode *l = ynode_get(root, "listen");
 	size_t i, j, k, m;
@@ -277,10 +285,10 @@ check_endpoint_clash(struct ycheck *x, const struct ynode *root,
 	if (l == NULL)
 		l = root;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		for (j = 0; j < nall[i]; j++) {
 			a = &all[i][j];
-			for (k = i; k < 4; k++) {
+			for (k = i; k < 5; k++) {
 				for (m = (k == i ? j + 1 : 0); m < nall[k]; m++) {
 					b = &all[k][m];
 					if (a->len != b->len ||
@@ -294,51 +302,74 @@ check_endpoint_clash(struct ycheck *x, const struct ynode *root,
 	}
 }
 
+/* A path, or a non-empty list of paths (gateway_key, signing_key). */
 static void
-parse_gateway_key(struct ycheck *x, const struct ynode *root, struct config *c)
+get_paths(struct ycheck *x, const struct ynode *root, const char *key,
+    char ***out, size_t *nout)
 {
 	const struct ynode *n, *it;
 	size_t i, cnt = 0;
 
-	if ((n = ynode_get(root, "gateway_key")) == NULL)
+	if ((n = ynode_get(root, key)) == NULL)
 		return;
 	if (n->kind == YNODE_SCALAR) {
-		if (!ycheck_string(x, n, "gateway_key"))
+		if (!ycheck_string(x, n, key))
 			return;
-		if ((c->gateway_keys = calloc(1, sizeof(char *))) == NULL ||
-		    (c->gateway_keys[0] = strdup(n->scalar)) == NULL) {
+		if ((*out = calloc(1, sizeof(char *))) == NULL ||
+		    ((*out)[0] = strdup(n->scalar)) == NULL) {
 			x->nomem = 1;
 			return;
 		}
-		c->ngateway_keys = 1;
+		*nout = 1;
 		return;
 	}
 	if (n->kind != YNODE_SEQ || n->n == 0) {
 		ycheck_err(x, n->line, n->col,
-		    "'gateway_key' must be a path or a non-empty list of paths");
+		    "'%s' must be a path or a non-empty list of paths", key);
 		return;
 	}
-	if ((c->gateway_keys = calloc(n->n, sizeof(char *))) == NULL) {
+	if ((*out = calloc(n->n, sizeof(char *))) == NULL) {
 		x->nomem = 1;
 		return;
 	}
 	for (i = 0; i < n->n; i++) {
 		it = n->items[i];
-		if (!ycheck_string(x, it, "gateway_key"))
+		if (!ycheck_string(x, it, key))
 			continue;
-		if ((c->gateway_keys[cnt] = strdup(it->scalar)) == NULL) {
+		if (((*out)[cnt] = strdup(it->scalar)) == NULL) {
 			x->nomem = 1;
 			break;
 		}
 		cnt++;
 	}
-	c->ngateway_keys = cnt;
+	*nout = cnt;
+}
+
+/* A true/false key; *dst is left alone when absent. */
+static void
+get_bool(struct ycheck *x, const struct ynode *map, const char *parent,
+    const char *key, int *dst)
+{
+	const struct ynode *n;
+	char path[64];
+
+	snprintf(path, sizeof(path), "%s.%s", parent, key);
+	if ((n = ynode_get(map, key)) == NULL || !ycheck_string(x, n, path))
+		return;
+	if (strcmp(n->scalar, "true") == 0)
+		*dst = 1;
+	else if (strcmp(n->scalar, "false") == 0)
+		*dst = 0;
+	else
+		ycheck_err(x, n->line, n->col, "'%s' must be true or false", path);
 }
 
 static void
 parse_audit(struct ycheck *x, const struct ynode *root, struct config *c)
 {
-	static const char *const keys[] = { "path", "fsync", NULL };
+	static const char *const keys[] = { "path", "fsync", "max_size_mb",
+	    "queue", "queue_full", "checkpoint_records", "checkpoint_interval",
+	    "syslog", NULL };
 	const struct ynode *a, *n;
 	char e[80];
 
@@ -346,6 +377,24 @@ parse_audit(struct ycheck *x, const struct ynode *root, struct config *c)
 		return;
 	ycheck_keys(x, a, "audit", keys);
 	get_string(x, a, "path", "audit.path", &c->audit_path);
+	get_uint(x, a, "audit", "max_size_mb", 0, 1u << 20, &c->audit.max_mb);
+	get_uint(x, a, "audit", "queue", 16, 1u << 22, &c->audit.queue);
+	get_uint(x, a, "audit", "checkpoint_records", 1, 1u << 30,
+	    &c->audit.checkpoint_records);
+	get_duration(x, a, "audit", "checkpoint_interval",
+	    &c->audit.checkpoint_ms);
+	get_bool(x, a, "audit", "syslog", &c->audit.syslog);
+	if ((n = ynode_get(a, "queue_full")) != NULL &&
+	    ycheck_string(x, n, "audit.queue_full")) {
+		if (strcmp(n->scalar, "wait") == 0)
+			c->audit.queue_refuse = 0;
+		else if (strcmp(n->scalar, "refuse") == 0)
+			c->audit.queue_refuse = 1;
+		else
+			ycheck_err(x, n->line, n->col, "'audit.queue_full': '%s' "
+			    "is not one of wait, refuse",
+			    yesc(n->scalar, e, sizeof(e)));
+	}
 	if ((n = ynode_get(a, "fsync")) == NULL ||
 	    !ycheck_string(x, n, "audit.fsync"))
 		return;
@@ -405,22 +454,13 @@ parse_ca(struct ycheck *x, const struct ynode *root, struct config *c)
 {
 	static const char *const keys[] = { "validity_days", "name_constraints",
 	    NULL };
-	const struct ynode *m, *n;
+	const struct ynode *m;
 
 	if ((m = get_map(x, root, "ca", "ca")) == NULL)
 		return;
 	ycheck_keys(x, m, "ca", keys);
 	get_uint(x, m, "ca", "validity_days", 1, 365, &c->ca_validity_days);
-	if ((n = ynode_get(m, "name_constraints")) == NULL ||
-	    !ycheck_string(x, n, "ca.name_constraints"))
-		return;
-	if (strcmp(n->scalar, "true") == 0)
-		c->ca_name_constraints = 1;
-	else if (strcmp(n->scalar, "false") == 0)
-		c->ca_name_constraints = 0;
-	else
-		ycheck_err(x, n->line, n->col, "'ca.name_constraints' must be "
-		    "true or false");
+	get_bool(x, m, "ca", "name_constraints", &c->ca_name_constraints);
 }
 
 static void
@@ -433,11 +473,11 @@ parse_timeouts(struct ycheck *x, const struct ynode *root, struct config *c)
 	if ((t = get_map(x, root, "timeouts", "timeouts")) == NULL)
 		return;
 	ycheck_keys(x, t, "timeouts", keys);
-	get_duration(x, t, "handshake", &c->timeouts.handshake);
-	get_duration(x, t, "idle", &c->timeouts.idle);
-	get_duration(x, t, "connect", &c->timeouts.connect);
-	get_duration(x, t, "first_byte", &c->timeouts.first_byte);
-	get_duration(x, t, "drain", &c->timeouts.drain);
+	get_duration(x, t, "timeouts", "handshake", &c->timeouts.handshake);
+	get_duration(x, t, "timeouts", "idle", &c->timeouts.idle);
+	get_duration(x, t, "timeouts", "connect", &c->timeouts.connect);
+	get_duration(x, t, "timeouts", "first_byte", &c->timeouts.first_byte);
+	get_duration(x, t, "timeouts", "drain", &c->timeouts.drain);
 }
 
 static void
@@ -709,6 +749,10 @@ config_defaults(struct config *c, const char *file)
 	c->timeouts.first_byte = 1000;
 	c->timeouts.drain = 10000;
 	c->ca_validity_days = 7;
+	c->token_ttl_ms = 60000;
+	c->audit.queue = 65536;
+	c->audit.checkpoint_records = 1000;
+	c->audit.checkpoint_ms = 60000;
 	return 0;
 }
 
@@ -718,7 +762,7 @@ config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 	static const char *const keys[] = { "listen", "resolvers", "policy_dir",
 	    "secret_dir", "gateway_key", "signing_key", "issuer", "upstream_ca",
 	    "audit", "workers", "user", "limits", "timeouts", "sandboxes",
-	    "control_group", "ca", NULL };
+	    "control_group", "ca", "token_ttl", NULL };
 
 	if (root != NULL && root->kind != YNODE_MAP) {
 		ycheck_err(x, root->line, root->col,
@@ -732,10 +776,14 @@ config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 		    &c->resolvers, &c->nresolvers);
 		get_string(x, root, "policy_dir", "policy_dir", &c->policy_dir);
 		get_string(x, root, "secret_dir", "secret_dir", &c->secret_dir);
-		parse_gateway_key(x, root, c);
-		get_string(x, root, "signing_key", "signing_key",
-		    &c->signing_key);
+		get_paths(x, root, "gateway_key", &c->gateway_keys,
+		    &c->ngateway_keys);
+		get_paths(x, root, "signing_key", &c->signing_keys,
+		    &c->nsigning_keys);
+		if (c->nsigning_keys > 0)
+			c->signing_key = c->signing_keys[0];
 		parse_issuer(x, root, c);
+		get_duration(x, root, NULL, "token_ttl", &c->token_ttl_ms);
 		get_string(x, root, "upstream_ca", "upstream_ca",
 		    &c->upstream_ca);
 		parse_audit(x, root, c);
@@ -830,8 +878,11 @@ config_free(struct config *c)
 	for (i = 0; i < c->ngateway_keys; i++)
 		free(c->gateway_keys[i]);
 	free(c->gateway_keys);
-	free(c->signing_key);
+	for (i = 0; i < c->nsigning_keys; i++)
+		free(c->signing_keys[i]);
+	free(c->signing_keys);
 	free(c->issuer);
+	free(c->jwks);
 	free(c->upstream_ca);
 	free(c->audit_path);
 	free(c->user);

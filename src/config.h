@@ -39,11 +39,23 @@ struct config {
 	char		*policy_dir;
 	char		*secret_dir;	/* NULL: secrets off */
 	char		**gateway_keys;	size_t ngateway_keys;	/* scalar or list */
-	char		*signing_key;	/* NULL: signing off */
+	char		*signing_key;	/* signing_keys[0]; NULL: signing off */
+	char		**signing_keys;	size_t nsigning_keys;	/* scalar or list:
+				 * the first signs, all are in the JWKS */
+	unsigned	 token_ttl_ms;	/* identity tokens' lifetime: 60s */
+	struct endpoint	*jwks;		/* listen.jwks, or NULL */
 	char		*issuer;
 	char		*upstream_ca;	/* default /etc/ssl/certs/ca-certificates.crt */
 	char		*audit_path;	/* NULL: audit to stderr is not done; off */
 	enum audit_fsync audit_fsync;	/* default batch */
+	struct {			/* the rest of audit: */
+		unsigned max_mb;	/* rotate past this size; 0: never */
+		unsigned queue;		/* records queued for the writer: 65536 */
+		int	 queue_refuse;	/* queue_full: refuse (else wait) */
+		unsigned checkpoint_records;	/* 1000 */
+		unsigned checkpoint_ms;	/* checkpoint_interval: 60s */
+		int	 syslog;	/* a copy of each record to syslog */
+	} audit;
 	unsigned	 workers;	/* 0 = auto (one per core) */
 	char		*user;		/* NULL: no privilege drop */
 	struct {

@@ -31,6 +31,7 @@
 #include "ctl_int.h"
 #include "daemon.h"
 #include "log.h"
+#include "idkeys.h"
 #include "metrics.h"
 #include "state.h"
 
@@ -45,6 +46,7 @@ struct ctl_conn {
 	struct ctl	*ctl;
 	struct bufferevent *bev;
 	int		 metrics_only;	/* the listen.metrics listener */
+	int		 jwks_only;	/* the listen.jwks listener */
 	uid_t		 uid;
 	llhttp_t	 parser;
 	char		 url[CTL_URL_MAX + 1];
@@ -67,9 +69,9 @@ TAILQ_HEAD(ctl_conns, ctl_conn);
 struct ctl {
 	struct daemon	*d;
 	char		*path;		/* the socket we bound, unlinked at exit */
-	int		 fd, mfd;	/* control, metrics (-1: none) */
+	int		 fd, mfd, jfd;	/* control, metrics, jwks (-1: none) */
 	gid_t		 gid;		/* control_group, or (gid_t)-1 */
-	struct evconnlistener *lev, *mlev;
+	struct evconnlistener *lev, *mlev, *jlev;
 	struct ctl_conns conns;
 	size_t		 nconns;
 	unsigned long long by_status[600];
@@ -275,14 +277,45 @@ conn_send(struct ctl_conn *cc)
 static void
 answer_status(struct daemon *d, struct ctl_resp *r)
 {
-	ctl_reply_json(r, 200, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
+	struct audit_stats as;
+
+	audit_get_stats(d->audit, &as);
+	ctl_reply_json(r, 200, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I,"
+	    " s:s?, s:{s:s?, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 	    "version", PACKAGE_VERSION,
 	    "generation", (json_int_t)d->state->generation,
 	    "workers", (json_int_t)d->nworkers,
 	    "sandboxes", (json_int_t)d->state->nsandboxes,
 	    "policies", (json_int_t)d->state->npolicies,
 	    "connections", (json_int_t)metrics_open_conns(d->state),
-	    "uptime_s", (json_int_t)(time(NULL) - d->started)));
+	    "uptime_s", (json_int_t)(time(NULL) - d->started),
+	    "audit_path", as.path,
+	    "audit", "path", as.path, "seq", (json_int_t)as.seq,
+	    "head", as.head[0] ? as.head : "",
+	    "queued", (json_int_t)as.queued,
+	    "written", (json_int_t)as.written,
+	    "checkpoints", (json_int_t)as.checkpoints,
+	    "last_checkpoint_seq", (json_int_t)as.last_checkpoint_seq,
+	    "rotations", (json_int_t)as.rotations,
+	    "refused", (json_int_t)as.refused,
+	    "dropped", (json_int_t)as.dropped));
+}
+
+/* POST /v1/audit/rotate: the writer starts a new file. */
+static void
+answer_rotate(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
+{
+	struct audit_stats as;
+
+	audit_get_stats(d->audit, &as);
+	if (as.path == NULL) {
+		ctl_reply_error(r, 409, NULL, "no audit file is configured");
+		return;
+	}
+	audit_rotate(d->audit);
+	ctl_audit(d, "audit_rotate", q->uid, json_object());
+	ctl_reply_json(r, 202, json_pack("{s:s, s:I}", "rotating", as.path,
+	    "rotations", (json_int_t)as.rotations));
 }
 
 static void
@@ -305,6 +338,57 @@ answer_metrics(struct daemon *d, struct ctl_resp *r)
 	r->ctype = "text/plain; version=0.0.4; charset=utf-8";
 }
 
+/*
+ * The JWKS (which 0) or the OpenID discovery document (1) of the keys in
+ * force: old and new during a rotation.
+ */
+static void
+answer_doc(struct daemon *d, int which, struct ctl_resp *r)
+{
+	const struct idkeys *k = d->state->idkeys;
+	const char *doc;
+	size_t len;
+
+	if (k == NULL) {
+		ctl_reply_error(r, 404, NULL, "no signing_key is configured: "
+		    "no identity tokens");
+		return;
+	}
+	doc = which == 0 ? k->jwks : k->discovery;
+	len = which == 0 ? k->jwks_len : k->discovery_len;
+	if ((r->body = malloc(len)) == NULL) {
+		ctl_reply_error(r, 500, NULL, "out of memory");
+		return;
+	}
+	memcpy(r->body, doc, len);
+	r->len = len;
+	r->status = 200;
+	r->ctype = which == 0 ? "application/jwk-set+json" : "application/json";
+}
+
+/* listen.jwks: the JWKS and a discovery document, and nothing else. */
+static void
+answer_wellknown(struct daemon *d, const struct ctl_req *q,
+    struct ctl_resp *r)
+{
+	int which;
+
+	if (strcmp(q->path, "/.well-known/jwks.json") == 0)
+		which = 0;
+	else if (strcmp(q->path, "/.well-known/openid-configuration") == 0)
+		which = 1;
+	else {
+		ctl_reply_error(r, 404, NULL, "only /.well-known/jwks.json and "
+		    "/.well-known/openid-configuration are served here");
+		return;
+	}
+	if (strcmp(q->method, "GET") != 0) {
+		ctl_reply_method(r, "GET");
+		return;
+	}
+	answer_doc(d, which, r);
+}
+
 static void
 route(struct ctl_conn *cc, const struct ctl_req *q, struct ctl_resp *r)
 {
@@ -321,6 +405,10 @@ route(struct ctl_conn *cc, const struct ctl_req *q, struct ctl_resp *r)
 		ctl_reply_error(r, 404, NULL, "only /metrics is served here");
 		return;
 	}
+	if (cc->jwks_only) {
+		answer_wellknown(d, q, r);
+		return;
+	}
 	if (strcmp(q->path, "/v1/status") == 0) {
 		if (strcmp(q->method, "GET") == 0)
 			answer_status(d, r);
@@ -328,12 +416,21 @@ route(struct ctl_conn *cc, const struct ctl_req *q, struct ctl_resp *r)
 			ctl_reply_method(r, "GET");
 		return;
 	}
+	if (strcmp(q->path, "/v1/audit/rotate") == 0) {
+		if (strcmp(q->method, "POST") == 0)
+			answer_rotate(d, q, r);
+		else
+			ctl_reply_method(r, "POST");
+		return;
+	}
 	if (ctl_sandboxes(d, q, r) || ctl_policies(d, q, r) ||
 	    ctl_secrets(d, q, r))
 		return;
 	if (strcmp(q->path, "/v1/jwks") == 0) {
-		ctl_reply_error(r, 501, NULL, "identity tokens are not "
-		    "available in this build");
+		if (strcmp(q->method, "GET") == 0)
+			answer_doc(d, 0, r);
+		else
+			ctl_reply_method(r, "GET");
 		return;
 	}
 	ctl_reply_error(r, 404, NULL, "no such path: %.128s", q->path);
@@ -545,12 +642,12 @@ peer_allowed(struct ctl *ctl, int fd, uid_t *uid)
 }
 
 static void
-accept_any(struct ctl *ctl, int fd, int metrics_only)
+accept_any(struct ctl *ctl, int fd, int metrics_only, int jwks_only)
 {
 	struct ctl_conn *cc;
 	struct timeval idle = { CTL_IDLE_S, 0 };
 	uid_t uid = (uid_t)-1;
-	int allowed = metrics_only || peer_allowed(ctl, fd, &uid);
+	int allowed = metrics_only || jwks_only || peer_allowed(ctl, fd, &uid);
 
 	if (ctl->nconns >= CTL_MAX_CONNS || (cc = calloc(1, sizeof(*cc))) ==
 	    NULL) {
@@ -560,6 +657,7 @@ accept_any(struct ctl *ctl, int fd, int metrics_only)
 	cc->ctl = ctl;
 	cc->uid = uid;
 	cc->metrics_only = metrics_only;
+	cc->jwks_only = jwks_only;
 	cc->bev = bufferevent_socket_new(ctl->d->base, fd,
 	    BEV_OPT_CLOSE_ON_FREE);
 	if (cc->bev == NULL) {
@@ -590,14 +688,21 @@ static void
 accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     int salen, void *arg)
 {
-	accept_any(arg, fd, 0);
+	accept_any(arg, fd, 0, 0);
 }
 
 static void
 accept_metrics_cb(struct evconnlistener *l, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
-	accept_any(arg, fd, 1);
+	accept_any(arg, fd, 1, 0);
+}
+
+static void
+accept_jwks_cb(struct evconnlistener *l, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	accept_any(arg, fd, 0, 1);
 }
 
 void
@@ -704,18 +809,20 @@ open_control(struct ctl *ctl, const char *path)
 	return 0;
 }
 
+/* A TCP listener of ep (listen.metrics, listen.jwks) into *fd. */
 static int
-open_metrics(struct ctl *ctl, const struct endpoint *ep)
+open_tcp(const struct endpoint *ep, const char *what, int *fd)
 {
 	int one = 1;
 
-	if ((ctl->mfd = socket(ep->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC |
+	if ((*fd = socket(ep->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC |
 	    SOCK_NONBLOCK, 0)) < 0 ||
-	    setsockopt(ctl->mfd, SOL_SOCKET, SO_REUSEADDR, &one,
+	    setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one,
 	    sizeof(one)) != 0 ||
-	    bind(ctl->mfd, (const struct sockaddr *)&ep->ss, ep->len) != 0 ||
-	    listen(ctl->mfd, 64) != 0) {
-		log_errx("ctl", "cannot listen for metrics on %s: %s", ep->text, strerror(errno));
+	    bind(*fd, (const struct sockaddr *)&ep->ss, ep->len) != 0 ||
+	    listen(*fd, 64) != 0) {
+		log_errx("ctl", "cannot listen for %s on %s: %s", what,
+		    ep->text, strerror(errno));
 		return SL_ERR_IO;
 	}
 	return 0;
@@ -732,7 +839,7 @@ ctl_open(struct daemon *d, struct ctl **out)
 	if ((ctl = calloc(1, sizeof(*ctl))) == NULL)
 		return SL_ERR_NOMEM;
 	ctl->d = d;
-	ctl->fd = ctl->mfd = -1;
+	ctl->fd = ctl->mfd = ctl->jfd = -1;
 	ctl->gid = (gid_t)-1;
 	TAILQ_INIT(&ctl->conns);
 	if (cfg->control_group != NULL) {
@@ -745,7 +852,9 @@ ctl_open(struct daemon *d, struct ctl **out)
 		ctl->gid = gr->gr_gid;
 	}
 	if ((r = open_control(ctl, cfg->control)) != 0 ||
-	    (cfg->metrics != NULL && (r = open_metrics(ctl, cfg->metrics)) != 0)) {
+	    (cfg->metrics != NULL && (r = open_tcp(cfg->metrics, "metrics",
+	    &ctl->mfd)) != 0) || (cfg->jwks != NULL && (r = open_tcp(cfg->jwks,
+	    "the JWKS", &ctl->jfd)) != 0)) {
 		ctl_free(ctl);
 		return r;
 	}
@@ -768,6 +877,13 @@ ctl_start(struct ctl *ctl)
 			return SL_ERR_NOMEM;
 		ctl->mfd = -1;
 	}
+	if (ctl->jfd != -1) {
+		ctl->jlev = evconnlistener_new(ctl->d->base, accept_jwks_cb,
+		    ctl, LEV_OPT_CLOSE_ON_FREE, -1, ctl->jfd);
+		if (ctl->jlev == NULL)
+			return SL_ERR_NOMEM;
+		ctl->jfd = -1;
+	}
 	return 0;
 }
 
@@ -784,6 +900,10 @@ ctl_free(struct ctl *ctl)
 		evconnlistener_free(ctl->lev);
 	if (ctl->mlev != NULL)
 		evconnlistener_free(ctl->mlev);
+	if (ctl->jlev != NULL)
+		evconnlistener_free(ctl->jlev);
+	if (ctl->jfd != -1)
+		close(ctl->jfd);
 	if (ctl->fd != -1)
 		close(ctl->fd);
 	if (ctl->mfd != -1)

@@ -21,8 +21,10 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "dnsmem.h"
+#include "idkeys.h"
 #include "log.h"
 #include "secrets.h"
+#include "signkey.h"
 #include "state.h"
 #include "tlsterm.h"
 #include "tlsup.h"
@@ -180,6 +182,7 @@ daemon_reload(struct daemon *d, struct errlist *errs, struct errlist *serrs)
 	struct errlist *e = errs != NULL ? errs : &mine;
 	struct errlist *se = serrs != NULL ? serrs : &smine;
 	struct secret_set *set = NULL;
+	struct idkeys *keys = NULL;
 	struct state *st = NULL;
 	size_t i;
 
@@ -195,6 +198,11 @@ daemon_reload(struct daemon *d, struct errlist *errs, struct errlist *serrs)
 	    se) == 0 && set != NULL) {
 		secret_set_unref(st->secrets);
 		st->secrets = set;	/* transferred */
+	}
+	/* The signing keys again: a rotation publishes old and new. */
+	if (idkeys_load(d->cfg, &keys, se) == 0) {
+		idkeys_unref(st->idkeys);
+		st->idkeys = keys;	/* transferred */
 	}
 	for (i = 0; serrs == NULL && i < se->n; i++)
 		log_errx("reload", "%s", se->msgs[i]);
@@ -242,6 +250,10 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 	struct timeval tv;
 	size_t i;
 
+	if (sig == SIGUSR1) {
+		audit_rotate(d->audit);
+		return;
+	}
 	if (sig == SIGHUP) {
 		daemon_reload(d, NULL, NULL);
 		return;
@@ -271,6 +283,40 @@ worker_done_cb(evutil_socket_t fd, short what, void *arg)
 		event_base_loopexit(d->base, NULL);
 }
 
+/*
+ * The signing key (for checkpoints, and identity tokens) and the audit
+ * trail; before privileges are dropped.
+ */
+static int
+daemon_open_audit(struct daemon *d)
+{
+	const struct config *cfg = d->cfg;
+	struct audit_opts o;
+	const char *w = NULL;
+	char why[512];
+	int r;
+
+	if (cfg->signing_key != NULL &&
+	    (r = signkey_load(cfg->signing_key, &d->signkey, &w)) != 0) {
+		log_errx("config", "signing_key %s: %s", cfg->signing_key,
+		    w != NULL ? w : err_str(r));
+		return r;
+	}
+	memset(&o, 0, sizeof(o));
+	o.path = cfg->audit_path;
+	o.mode = cfg->audit_fsync;
+	o.queue = cfg->audit.queue;
+	o.queue_refuse = cfg->audit.queue_refuse;
+	o.max_mb = cfg->audit.max_mb;
+	o.checkpoint_records = cfg->audit.checkpoint_records;
+	o.checkpoint_ms = cfg->audit.checkpoint_ms;
+	o.syslog = cfg->audit.syslog;
+	o.sign = d->signkey;
+	if ((r = audit_open(&o, &d->audit, why, sizeof(why))) != 0)
+		log_errx("audit", "%s", why);
+	return r;
+}
+
 static unsigned
 worker_count(const struct config *cfg)
 {
@@ -287,8 +333,8 @@ daemon_run(struct config *cfg)
 {
 	struct errlist errs = ERRLIST_INIT;
 	struct daemon d;
-	struct event *sigs[4] = { NULL };
-	const int signums[4] = { SIGTERM, SIGINT, SIGHUP, 0 };
+	struct event *sigs[5] = { NULL };
+	const int signums[5] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, 0 };
 	size_t i, started = 0;
 	int status = 1, r;
 
@@ -306,6 +352,11 @@ daemon_run(struct config *cfg)
 			log_errx("config", "%s", errs.msgs[i]);
 		goto out;
 	}
+	if (idkeys_load(cfg, &d.state->idkeys, &errs) != 0) {
+		for (i = 0; i < errs.n; i++)
+			log_errx("config", "%s", errs.msgs[i]);
+		goto out;
+	}
 	if ((r = state_mint_static_cas(cfg, d.state)) != 0) {
 		log_errx("config", "cannot mint the CAs of the sandboxes in %s: "
 		    "%s%s", cfg->path, err_str(r), r == SL_ERR_IO ?
@@ -318,11 +369,8 @@ daemon_run(struct config *cfg)
 		log_openssl("daemon", "cannot set up TLS for interception");
 		goto out;
 	}
-	if (audit_open(cfg->audit_path, cfg->audit_fsync, &d.audit) != 0) {
-		log_errx("audit", "cannot open %s: %s", cfg->audit_path,
-		    strerror(errno));
+	if (daemon_open_audit(&d) != 0)
 		goto out;
-	}
 	if (daemon_secrets_open(&d, &errs) != 0) {
 		for (i = 0; i < errs.n; i++)
 			log_errx("secrets", "%s", errs.msgs[i]);
@@ -369,10 +417,11 @@ daemon_run(struct config *cfg)
 			worker_post_cmd(&d.workers[i], WORKER_CMD_STOP);
 	for (i = 0; i < started; i++)
 		worker_join(&d.workers[i]);
+	audit_notify_clear(d.audit);
 	for (i = 0; d.workers != NULL && i < d.nworkers; i++)
 		worker_free(&d.workers[i]);
 	free(d.workers);
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < 5; i++)
 		if (sigs[i] != NULL)
 			event_free(sigs[i]);
 	if (d.worker_done != NULL)
@@ -386,6 +435,7 @@ daemon_run(struct config *cfg)
 	if (d.applied_ev != NULL)
 		event_free(d.applied_ev);
 	audit_close(d.audit);
+	signkey_free(d.signkey);
 	dnsmem_free(d.dnsmem);
 	state_unref(d.state);
 	errlist_free(&errs);

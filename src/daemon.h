@@ -18,6 +18,7 @@ struct errlist;
 struct ssl_ctx_st;
 struct tlsup;
 struct secret_store;
+struct signkey;
 struct secret;
 
 struct daemon {
@@ -40,6 +41,7 @@ struct daemon {
 	struct ssl_ctx_st	*tls_down;	/* interception, towards sandboxes */
 	struct tlsup		*tls_up;	/* interception, towards upstreams */
 	struct secret_store	*secrets;	/* NULL: secrets are off */
+	struct signkey		*signkey;	/* NULL: no signing_key */
 	int			 inotify;	/* watches secret_dir, or -1 */
 	struct event		*inotify_ev, *rescan_ev;
 };

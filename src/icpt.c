@@ -28,6 +28,7 @@
 #include <jansson.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <sodium.h>
 
 #include "audit.h"
 #include "ca.h"
@@ -42,6 +43,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "redact.h"
+#include "resolve.h"
 #include "secrets.h"
 #include "state.h"
 #include "tlsterm.h"
@@ -74,6 +76,17 @@ icpt_req_release(struct icpt_req *r)
 {
 	while (r->nsecrets > 0)
 		secret_unref(r->secrets[--r->nsecrets]);
+	if (r->tok != NULL) {
+		sodium_free(r->tok->mem);	/* wipes the token */
+		free(r->tok);
+		r->tok = NULL;
+	}
+}
+
+int
+icpt_req_redacts(const struct icpt_req *r)
+{
+	return r->nsecrets > 0 || r->tok != NULL;
 }
 
 void
@@ -84,8 +97,8 @@ icpt_audit_request(struct icpt *ic, struct icpt_req *r)
 
 	mtable_add(&c->w->metrics.requests, r->rule[0] ? r->rule : "(none)",
 	    r->action);
-	if (r->nsecrets > 0) {
-		/* Its request record went before it, with the secrets. */
+	if (r->rid[0] != '\0') {
+		/* Its request record went before it (injected, forwarded). */
 		rec = json_pack("{s:s?, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I,"
 		    " s:I}", "sandbox", c->sb ? c->sb->id : NULL,
 		    "rid", r->rid, "action", r->action, "reason", r->reason,
@@ -463,8 +476,8 @@ icpt_free(struct icpt *ic)
 	    evbuffer_get_length(bufferevent_get_input(ic->up)) == 0 &&
 	    evbuffer_get_length(bufferevent_get_output(ic->up)) == 0) {
 		/* Between requests: the next connection of this sandbox takes it. */
-		upool_put(ic->c->w->upool, ic->up, ic->c->counter, ic->c->name,
-		    ic->c->upport, ic->up_ca);
+		upool_put(ic->c->w->upool, ic->up, ic->c->counter, ic->up_host,
+		    (uint16_t)ic->up_port, ic->up_ca);
 		ic->up = NULL;
 	}
 	if (ic->up != NULL)
@@ -476,6 +489,8 @@ icpt_free(struct icpt *ic)
 	if (ic->under != NULL)
 		bufferevent_free(ic->under);
 	icpt_req_release(&ic->cur);
+	resolve_cancel(ic->resolving);
+	icpt_fwd_free(ic->fwd);
 	redactor_free(ic->red);
 	if (ic->red_buf != NULL)
 		evbuffer_free(ic->red_buf);
@@ -487,6 +502,15 @@ icpt_free(struct icpt *ic)
 		free(ic->pins[--ic->npins]);
 	free(ic->refusal);
 	free(ic);
+}
+
+void
+icpt_audit_durable(struct icpt *ic, uint64_t durable)
+{
+	if (ic->audit_wait == 0 || ic->audit_wait > durable)
+		return;
+	ic->audit_wait = 0;
+	icpt_up_release(ic);
 }
 
 void

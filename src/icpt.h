@@ -23,5 +23,10 @@ void	icpt_bytes(const struct icpt *ic, uint64_t *from_sandbox,
 	    uint64_t *from_upstream);
 /* The connection's timer fired: idle or handshake timeout. */
 void	icpt_timer(struct conn *c);
+/*
+ * Audit records up to ticket durable are on disk: a request held for its
+ * record goes upstream.
+ */
+void	icpt_audit_durable(struct icpt *ic, uint64_t durable);
 
 #endif

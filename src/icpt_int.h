@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "names.h"
+#include "redact.h"
+
 struct bufferevent;
 struct conn;
 struct event;
@@ -19,6 +22,9 @@ struct http_resp_head;
 struct intercept_rule;
 struct redactor;
 struct secret;
+struct resolve_req;
+struct icpt_fwd;
+struct http_head;
 
 #define ICPT_HIGH		(256u * 1024)	/* bytes queued for one side */
 #define ICPT_MAX_PENDING	32	/* requests upstream has not answered */
@@ -42,6 +48,16 @@ struct icpt_req {
 	size_t		 nsecrets;
 	char		 rid[40];	/* links its request and response records */
 	uint64_t	 redacted_head, redacted_body;
+	/* Forwarded: its identity token, to take out of the answer. */
+	struct icpt_tok	*tok;		/* owned; NULL unless forwarded */
+	char		 jti[24];
+	char		 to[80];	/* the proxy, host:port, for the record */
+};
+
+struct icpt_tok {
+	uint8_t		*mem;		/* the token and its forms */
+	struct redact_pat pats[REDACT_MAX_FORMS];
+	size_t		 npats;
 };
 
 enum icpt_phase { IC_HANDSHAKE, IC_REQUESTS, IC_TUNNEL };
@@ -75,6 +91,7 @@ struct icpt {
 	int		 expect_tunnel;	/* an upgrade request: TUNNEL follows END */
 	int		 last_request;	/* the client said close: read no more */
 	struct evbuffer	*held;		/* for the upstream, until it is checked */
+	uint64_t	 audit_wait;	/* the audit ticket it waits for, or 0 */
 	char		*pins[ICPT_MAX_PINS];	/* of the rule that opened it */
 	size_t		 npins;
 	struct event	*finish;	/* icpt_maybe_finish, next turn */
@@ -91,6 +108,11 @@ struct icpt {
 	int		 red_dstate;	/* the de-chunker's state */
 	uint64_t	 red_left;	/* bytes left of the current chunk */
 	uint64_t	 red_base;	/* replacements in the head */
+	/* The upstream's host and port (a forward rule's proxy, or c's). */
+	char		 up_host[NAME_BUFSZ + 2];
+	unsigned	 up_port;
+	struct resolve_req *resolving;	/* the proxy's name, being resolved */
+	struct icpt_fwd	*fwd;		/* a forwarded body being hashed */
 };
 
 /* icpt.c: the connection's life and the sandbox's side. */
@@ -126,10 +148,43 @@ void	icpt_maybe_finish(struct icpt *ic);
 /* Reads, judges and forwards requests until told to hold; may close c. */
 void	icpt_pump_requests(struct icpt *ic);
 
+/*
+ * What forward_head and icpt_fwd_head share: the upstream for rule (the
+ * proxy for a forward rule) opened, or the one in use kept or dropped;
+ * -1 after refusing.  icpt_enqueue: the head is out, ic->cur goes to the
+ * queue (with what it owns), returned.
+ */
+int	icpt_prepare_up(struct icpt *ic, const struct http_head *h,
+	    const struct intercept_rule *rule);
+struct icpt_req *icpt_enqueue(struct icpt *ic, const struct http_head *h);
+
+/* icpt_fwd.c: forward rules. */
+
+/* Whether a forward rule can run here; -1 after refusing. */
+int	icpt_fwd_check(struct icpt *ic, const struct http_head *h,
+	    const struct intercept_rule *rule, int ka_close);
+/* The head for the proxy, with its token (or held for the body's hash). */
+int	icpt_fwd_head(struct icpt *ic, const struct http_head *h,
+	    const struct intercept_rule *rule, const char *target);
+/* Body bytes of a request whose token carries the body's hash. */
+int	icpt_fwd_body(struct icpt *ic, const uint8_t *p, size_t n);
+/* Its body is complete: sign, write head and body for the proxy. */
+int	icpt_fwd_finish(struct icpt *ic);
+void	icpt_fwd_free(struct icpt_fwd *f);	/* accepts NULL */
+/* Whether r's answer is redacted: it got a secret or a token. */
+int	icpt_req_redacts(const struct icpt_req *r);
+
 /* icpt_up.c: the upstream and its answers. */
 
-/* Where bytes for the upstream go (held until it is checked). */
+/*
+ * Where bytes for the upstream go: held until it is checked and until the
+ * record of an injected request is durable (fsync always); then
+ * icpt_up_release() lets them go, in order.
+ */
 struct evbuffer *icpt_up_out(struct icpt *ic);
+void	icpt_up_release(struct icpt *ic);
+/* Lets the upstream in use go (idle): to the pool, or closed. */
+void	icpt_up_drop(struct icpt *ic);
 /* Bytes queued for the upstream, held or not. */
 size_t	icpt_up_queued(struct icpt *ic);
 /* Takes rule's pins (up to ICPT_MAX_PINS) for the upstream's key. */

@@ -49,6 +49,9 @@ req_patterns(const struct icpt_req *r, struct redact_pat *pats)
 		for (k = 0; k < r->secrets[i]->nforms &&
 		    n < REDACT_MAX_PATTERNS; k++)
 			pats[n++] = r->secrets[i]->forms[k];
+	for (k = 0; r->tok != NULL && k < r->tok->npats &&
+	    n < REDACT_MAX_PATTERNS; k++)
+		pats[n++] = r->tok->pats[k];
 	return n;
 }
 

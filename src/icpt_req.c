@@ -162,10 +162,9 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 			return NULL;
 		break;
 	case ICPT_FORWARD:
-		/* XXX issue 7: forwarding with identity tokens. */
-		icpt_refuse(ic, 403, "denied", "forwarding-unavailable",
-		    "sluice: forwarding is not available yet", ka_close);
-		return NULL;
+		if (icpt_fwd_check(ic, h, rule, ka_close) != 0)
+			return NULL;
+		break;
 	}
 	if (plen + 1 + qlen + 1 > target_len) {
 		icpt_refuse(ic, 400, "refused", "bad-target",
@@ -179,7 +178,8 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 		plen += 1 + qlen;
 	}
 	target[plen] = '\0';
-	ic->cur.action = rule->action == ICPT_INJECT ? "inject" : "pass";
+	ic->cur.action = rule->action == ICPT_INJECT ? "inject" :
+	    rule->action == ICPT_FORWARD ? "forward" : "pass";
 	ic->cur.reason = "intercept-rule";
 	return rule;
 }
@@ -187,14 +187,18 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 /* ---- requests ------------------------------------------------------- */
 
 /*
- * The record of an injected request, with the secrets it gets, written
- * before a byte of it can go upstream.  -1: it could not be written.
+ * The record of an injected request, with the secrets it gets, queued
+ * before a byte of it can go upstream; with fsync always the request is
+ * held until the record is on disk (icpt_audit_durable).  -1: the queue is
+ * full and queue_full is refuse, or out of memory.
  */
 static int
 audit_injected(struct icpt *ic, const struct inject *inj)
 {
 	struct conn *c = ic->c;
+	struct audit *a = worker_audit(c->w);
 	json_t *rec, *arr;
+	uint64_t ticket;
 	size_t i;
 
 	snprintf(ic->cur.rid, sizeof(ic->cur.rid), "%llx-%u-%llu",
@@ -214,36 +218,45 @@ audit_injected(struct icpt *ic, const struct inject *inj)
 	    "method", ic->cur.method, "host", c->name, "path", ic->cur.path,
 	    "action", "inject", "reason", ic->cur.reason, "rule", ic->cur.rule,
 	    "rid", ic->cur.rid, "secrets", arr, "intercepted", 1);
+	if (audit_submit(a, "request", rec, &ticket) != 0)
+		return -1;
 	for (i = 0; i < inj->nused; i++)
 		mtable_add(&c->w->metrics.injections, inj->used[i]->name, "");
-	return audit_write(worker_audit(c->w), "request", rec) == 0 ? 0 : -1;
+	if (audit_durable(a) < ticket)
+		ic->audit_wait = ticket;
+	return 0;
 }
 
-/* An allowed head: re-serialised (inj: with its injection), queued for the upstream. */
-static int
-forward_head(struct icpt *ic, const struct http_head *h,
-    const struct intercept_rule *rule, const char *target,
-    struct inject *inj)
+int
+icpt_prepare_up(struct icpt *ic, const struct http_head *h,
+    const struct intercept_rule *rule)
 {
-	struct icpt_req *q;
-	size_t i;
-	struct conn *c = ic->c;
-	struct evbuffer_iovec v;
-	struct evbuffer *out;
-	long n;
+	int fwd = rule->action == ICPT_FORWARD;
+	const char *host = fwd ? rule->forward_host : ic->c->name;
+	unsigned port = fwd ? rule->forward_port : ic->c->upport ?
+	    ic->c->upport : ic->c->dst_port;
 
 	if (ic->qn == ICPT_MAX_PENDING ||
 	    http_resps_expect(ic->resps, h->method) != 0) {
 		icpt_refuse(ic, 400, "refused", "too-many-pipelined", NULL, 1);
 		return -1;
 	}
-	if (ic->up != NULL && strcmp(ic->up_ca, rule->upstream_ca ?
-	    rule->upstream_ca : "") != 0) {
-		/* XXX one upstream connection a sandbox connection, for now. */
-		icpt_refuse(ic, 502, "bad-gateway", "upstream-ca-conflict",
-		    "sluice: rules with different upstream CAs on one "
-		    "connection", 1);
-		return -1;
+	if (ic->up != NULL && (strcmp(ic->up_ca, rule->upstream_ca ?
+	    rule->upstream_ca : "") != 0 || strcmp(ic->up_host, host) != 0 ||
+	    ic->up_port != port)) {
+		/*
+		 * Another upstream (a forward rule's proxy, another CA): the
+		 * one in use goes once nothing is owed on it.
+		 * XXX a pipelined request to another upstream is refused.
+		 */
+		if (ic->qn > 0 || ic->up_state != UP_READY ||
+		    evbuffer_get_length(ic->held) > 0) {
+			icpt_refuse(ic, 502, "bad-gateway", "upstream-conflict",
+			    "sluice: pipelined requests for different upstreams "
+			    "on one connection", 1);
+			return -1;
+		}
+		icpt_up_drop(ic);
 	}
 	/*
 	 * A new connection checks the rule's pins once its handshake is done
@@ -269,8 +282,47 @@ forward_head(struct icpt *ic, const struct http_head *h,
 			return -1;
 		}
 	}
-	/* Written in place at the end of the upstream's queue: no copy. */
-	out = icpt_up_out(ic);
+	return 0;
+}
+
+struct icpt_req *
+icpt_enqueue(struct icpt *ic, const struct http_head *h)
+{
+	struct icpt_req *q;
+
+	ic->cur.upgrade = h->upgrade;
+	ic->cur.close = !h->keep_alive;
+	ic->last_request = ic->cur.close;
+	q = &ic->q[(ic->qhead + ic->qn) % ICPT_MAX_PENDING];
+	*q = ic->cur;
+	ic->qn++;
+	ic->cur.nsecrets = 0;	/* the queue holds them now */
+	ic->cur.tok = NULL;
+	ic->upgrade_sent = h->upgrade;
+	return q;
+}
+
+/* An allowed head: re-serialised (inj: with its injection), queued for the upstream. */
+static int
+forward_head(struct icpt *ic, const struct http_head *h,
+    const struct intercept_rule *rule, const char *target,
+    struct inject *inj)
+{
+	struct conn *c = ic->c;
+	struct evbuffer_iovec v;
+	struct evbuffer *out;
+	struct icpt_req *q;
+	size_t i;
+	long n;
+
+	if (icpt_prepare_up(ic, h, rule) != 0)
+		return -1;
+	/*
+	 * Written in place at the end of the upstream's queue: no copy.  An
+	 * injected head waits in held until its record is queued (and, with
+	 * fsync always, durable).
+	 */
+	out = inj != NULL ? ic->held : icpt_up_out(ic);
 	if (evbuffer_reserve_space(out, ICPT_HEAD_MAX, &v, 1) != 1) {
 		conn_close(c, "out-of-memory");
 		return -1;
@@ -291,25 +343,21 @@ forward_head(struct icpt *ic, const struct http_head *h,
 	if (inj != NULL && audit_injected(ic, inj) != 0) {
 		sodium_memzero(v.iov_base, (size_t)n);
 		evbuffer_commit_space(out, &v, 0);
-		icpt_refuse(ic, 503, "unavailable", "audit-failed", "sluice: "
-		    "the request could not be audited", 1);
+		icpt_refuse(ic, 503, "unavailable", "audit-unavailable",
+		    "sluice: the request could not be audited", 1);
 		return -1;
 	}
 	v.iov_len = (size_t)n;
 	evbuffer_commit_space(out, &v, 1);
-	ic->cur.upgrade = h->upgrade;
-	ic->cur.close = !h->keep_alive;
-	ic->last_request = ic->cur.close;
-	q = &ic->q[(ic->qhead + ic->qn) % ICPT_MAX_PENDING];
-	*q = ic->cur;
-	ic->qn++;
+	q = icpt_enqueue(ic, h);
 	/* The queued request holds the secrets until its response is out. */
 	for (i = 0; inj != NULL && i < inj->nused; i++)
 		q->secrets[i] = inj->used[i];
 	q->nsecrets = inj != NULL ? inj->nused : 0;
-	if (inj != NULL)
+	if (inj != NULL) {
 		inj->nused = 0;	/* transferred */
-	ic->upgrade_sent = h->upgrade;
+		icpt_up_release(ic);	/* unless it waits for its record */
+	}
 	return 0;
 }
 
@@ -329,8 +377,11 @@ take_head(struct icpt *ic, const struct http_head *h)
 
 	memset(&inj, 0, sizeof(inj));
 	rule = judge(ic, h, target, sizeof(target), &inj, &wipe);
-	ok = rule != NULL && forward_head(ic, h, rule, target,
-	    rule->action == ICPT_INJECT ? &inj : NULL) == 0;
+	if (rule != NULL && rule->action == ICPT_FORWARD)
+		ok = icpt_fwd_head(ic, h, rule, target) == 0;
+	else
+		ok = rule != NULL && forward_head(ic, h, rule, target,
+		    rule->action == ICPT_INJECT ? &inj : NULL) == 0;
 	if (wipe > 0)
 		sodium_memzero(worker_scratch(ic->c->w), wipe);
 	inject_release(&inj);	/* what forward_head did not take */
@@ -370,10 +421,19 @@ icpt_pump_requests(struct icpt *ic)
 				if (ic->qn > 0)
 					ic->q[(ic->qhead + ic->qn - 1) %
 					    ICPT_MAX_PENDING].bytes_up += used;
-				evbuffer_remove_buffer(in, icpt_up_out(ic),
-				    used);
+				if (ic->fwd != NULL) {
+					/* The token waits for the body's hash. */
+					if (icpt_fwd_body(ic, data, used) != 0)
+						return;
+					evbuffer_drain(in, used);
+				} else
+					evbuffer_remove_buffer(in,
+					    icpt_up_out(ic), used);
 			} else
 				evbuffer_drain(in, used);
+			if (ev == HTTP_EV_END && ic->fwd != NULL &&
+			    icpt_fwd_finish(ic) != 0)
+				return;
 			if (ev == HTTP_EV_END) {
 				ic->body = BODY_NONE;
 				if (ic->last_request && !ic->expect_tunnel)

@@ -28,21 +28,27 @@
 #include "icpt_int.h"
 #include "log.h"
 #include "policy.h"
+#include "resolve.h"
 #include "tlsup.h"
 #include "upool.h"
 #include "worker.h"
 
 /* ---- the upstream side ---------------------------------------------- */
 
-/*
- * Where bytes for the upstream go: held back until its certificate (and
- * the rule's pins) are checked, then the connection's own queue.
- */
 struct evbuffer *
 icpt_up_out(struct icpt *ic)
 {
-	return ic->up_state == UP_READY ? bufferevent_get_output(ic->up) :
-	    ic->held;
+	return ic->up_state == UP_READY && ic->audit_wait == 0 &&
+	    evbuffer_get_length(ic->held) == 0 ?
+	    bufferevent_get_output(ic->up) : ic->held;
+}
+
+void
+icpt_up_release(struct icpt *ic)
+{
+	if (ic->up_state == UP_READY && ic->audit_wait == 0 &&
+	    evbuffer_get_length(ic->held) > 0)
+		evbuffer_add_buffer(bufferevent_get_output(ic->up), ic->held);
 }
 
 size_t
@@ -117,6 +123,40 @@ icpt_up_failed(struct icpt *ic, int status, const char *reason,
 	icpt_maybe_finish(ic);
 }
 
+/* Connects ic->up (made, not yet connected) to a:port. */
+static int
+up_connect(struct icpt *ic, const struct sl_addr *a, unsigned port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	len = addr_to_sockaddr(a, (uint16_t)port, &ss);
+	if (bufferevent_socket_connect(ic->up, (struct sockaddr *)&ss,
+	    (int)len) != 0) {
+		icpt_up_failed(ic, 502, "upstream-unreachable", NULL);
+		return -1;
+	}
+	bufferevent_enable(ic->up, EV_READ | EV_WRITE);
+	return 0;
+}
+
+/* The proxy's name resolved: connect, or tell the sandbox. */
+static void
+proxy_resolved_cb(int err, const struct resolve_answer *ans, void *arg)
+{
+	struct icpt *ic = arg;
+
+	ic->resolving = NULL;
+	if (err != 0 || ans->n == 0) {
+		log_info("icpt", "%s: cannot resolve the proxy %s", ic->c->name,
+		    ic->up_host);
+		icpt_up_failed(ic, 502, "upstream-unreachable",
+		    "the proxy's name does not resolve");
+		return;
+	}
+	up_connect(ic, &ans->addrs[0], ic->up_port);
+}
+
 int
 icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 {
@@ -127,21 +167,25 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 	    (cfg->timeouts.connect % 1000) * 1000 };
 	struct timeval idle = { cfg->timeouts.idle / 1000,
 	    (cfg->timeouts.idle % 1000) * 1000 };
-	struct sockaddr_storage ss;
+	struct resolve_answer ans;
+	int fwd = rule->action == ICPT_FORWARD, r;
 	char err[256];
 	SSL_CTX *ctx;
 	SSL *ssl = NULL;
-	socklen_t len;
 
 	if (c->updst.family == 0) {
 		c->updst = c->dst;
 		c->upport = c->dst_port;
 	}
+	/* A forward rule's requests go to its proxy, not to c's host. */
+	snprintf(ic->up_host, sizeof(ic->up_host), "%s", fwd ?
+	    rule->forward_host : c->name);
+	ic->up_port = fwd ? rule->forward_port : c->upport;
 	snprintf(ic->up_ca, sizeof(ic->up_ca), "%s", rule->upstream_ca ?
 	    rule->upstream_ca : "");
 	/* An idle connection this sandbox verified for this host will do. */
-	if ((ic->up = upool_get(c->w->upool, c->counter, c->name, c->upport,
-	    ic->up_ca)) != NULL) {
+	if ((ic->up = upool_get(c->w->upool, c->counter, ic->up_host,
+	    (uint16_t)ic->up_port, ic->up_ca)) != NULL) {
 		bufferevent_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb,
 		    ic);
 		bufferevent_set_timeouts(ic->up, &idle, &idle);
@@ -160,7 +204,7 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 		icpt_up_failed(ic, 502, "upstream-ca-unavailable", NULL);
 		return -1;
 	}
-	if (tlsup_ssl_new(ctx, c->name, 0, &ssl) != 0) {
+	if (tlsup_ssl_new(ctx, ic->up_host, 0, &ssl) != 0) {
 		icpt_up_failed(ic, 502, "upstream-tls-error", NULL);
 		return -1;
 	}
@@ -174,15 +218,44 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 	bufferevent_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb, ic);
 	bufferevent_set_timeouts(ic->up, &tv, &tv);
 	bufferevent_setwatermark(ic->up, EV_WRITE, ICPT_HIGH / 2, 0);
-	len = addr_to_sockaddr(&c->updst, c->upport, &ss);
 	ic->up_state = UP_CONNECTING;
-	if (bufferevent_socket_connect(ic->up, (struct sockaddr *)&ss,
-	    (int)len) != 0) {
+	if (!fwd)
+		return up_connect(ic, &c->updst, c->upport);
+	/* The proxy: by name, through the worker's resolver. */
+	r = resolve_name(c->w->res, ic->up_host, 0, &ans, proxy_resolved_cb,
+	    ic, &ic->resolving);
+	if (r == 0) {
+		if (ans.n == 0) {
+			icpt_up_failed(ic, 502, "upstream-unreachable",
+			    "the proxy's name does not resolve");
+			return -1;
+		}
+		return up_connect(ic, &ans.addrs[0], ic->up_port);
+	}
+	if (r != 1) {
 		icpt_up_failed(ic, 502, "upstream-unreachable", NULL);
 		return -1;
 	}
-	bufferevent_enable(ic->up, EV_READ | EV_WRITE);
 	return 0;
+}
+
+void
+icpt_up_drop(struct icpt *ic)
+{
+	resolve_cancel(ic->resolving);
+	ic->resolving = NULL;
+	if (ic->up != NULL && ic->up_state == UP_READY &&
+	    http_resps_pending(ic->resps) == 0 &&
+	    evbuffer_get_length(bufferevent_get_input(ic->up)) == 0 &&
+	    evbuffer_get_length(bufferevent_get_output(ic->up)) == 0) {
+		upool_put(ic->c->w->upool, ic->up, ic->c->counter, ic->up_host,
+		    (uint16_t)ic->up_port, ic->up_ca);
+		ic->up = NULL;
+	}
+	if (ic->up != NULL)
+		bufferevent_free(ic->up);
+	ic->up = NULL;
+	ic->up_state = UP_NONE;
 }
 
 static void
@@ -213,8 +286,8 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 		ic->up_state = UP_READY;
 		c->upstream_used = 1;
 		bufferevent_set_timeouts(bev, &idle, &idle);
-		/* Checked: what waited goes now. */
-		evbuffer_add_buffer(bufferevent_get_output(bev), ic->held);
+		/* Checked: what waited goes now (unless its record waits). */
+		icpt_up_release(ic);
 		return;
 	}
 	if (ic->up_state == UP_CONNECTING) {
@@ -246,7 +319,7 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 	    ic->qn > 0) {
 		struct icpt_req *r = &ic->q[ic->qhead];
 
-		if (r->nsecrets > 0 && icpt_redact_end(ic, r) != 0)
+		if (icpt_req_redacts(r) && icpt_redact_end(ic, r) != 0)
 			return;
 		icpt_audit_request(ic, r);
 		ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
@@ -383,7 +456,7 @@ icpt_pump_responses(struct icpt *ic)
 		case HTTP_RESP_HEAD:
 			ic->from_upstream += used;
 			evbuffer_drain(in, used);
-			if (r != NULL && r->nsecrets > 0) {
+			if (r != NULL && icpt_req_redacts(r)) {
 				if (icpt_redact_head(ic, r, rh) != 0)
 					return;
 			} else
@@ -405,7 +478,7 @@ icpt_pump_responses(struct icpt *ic)
 				return;
 			if (r == NULL || ic->resp_info)
 				break;		/* an informational answer ended */
-			if (r->nsecrets > 0 && icpt_redact_end(ic, r) != 0)
+			if (icpt_req_redacts(r) && icpt_redact_end(ic, r) != 0)
 				return;
 			if (r->upgrade) {
 				/* Refused by upstream: HTTP goes on as before. */

@@ -52,7 +52,11 @@ struct intercept_rule {
 				 * {{secret:NAME}} or {{secret:NAME | base64}} */
 	char		**inject_remove; size_t ninject_remove;	/* lowercased */
 	char		*forward_to;	/* https URL */
-	char		*forward_audience;
+	char		*forward_audience;	/* default: to's origin */
+	char		 forward_host[NAME_BUFSZ + 2];	/* of to, normalised */
+	uint16_t	 forward_port;
+	char		 forward_path[256];	/* to's path: a prefix, or "" */
+	int		 forward_body_hash;	/* the token carries the body's hash */
 	char		*upstream_ca;	/* NULL: config's upstream_ca */
 	char		**pins;		size_t npins;	/* base64 SPKI SHA-256 */
 	unsigned	 line;

@@ -189,6 +189,44 @@ https_url_check(const char *s)
 	return NULL;
 }
 
+/*
+ * Splits a checked https URL into the rule's forward target: the host (a
+ * name, normalised; an address literal is refused, since the proxy's
+ * certificate is checked against a name), the port (443 by default) and
+ * the path prefix ("" when none or "/").
+ */
+static const char *
+forward_target(const char *url, struct intercept_rule *r)
+{
+	const char *host = url + 8, *why = NULL;
+	size_t n = strcspn(host, ":/");
+	unsigned long long port = 443;
+	char name[NAME_BUFSZ + 2];
+
+	if (*host == '[' || n >= sizeof(name))
+		return "must name the proxy's host, not an address";
+	memcpy(name, host, n);
+	name[n] = '\0';
+	if (name_from_policy(name, r->forward_host, &why) != 0)
+		return why != NULL ? why : "bad host";
+	if (host[n] == ':') {
+		char digits[8];
+		size_t d = strcspn(host + n + 1, "/");
+
+		memcpy(digits, host + n + 1, d);
+		digits[d] = '\0';
+		if (yparse_uint(digits, 65535, &port) != 0)
+			return "bad port";
+		n += 1 + d;
+	}
+	r->forward_port = (uint16_t)port;
+	snprintf(r->forward_path, sizeof(r->forward_path), "%s",
+	    strcmp(host + n, "/") == 0 ? "" : host + n);
+	if (strlen(host + n) >= sizeof(r->forward_path))
+		return "has a path over 255 bytes";
+	return NULL;
+}
+
 /* ------------------------------------------------------------------ */
 /* Parsing                                                             */
 
@@ -495,7 +533,8 @@ static void
 parse_forward(struct ycheck *x, const struct ynode *m,
     struct intercept_rule *r)
 {
-	static const char *const keys[] = { "to", "audience", NULL };
+	static const char *const keys[] = { "to", "audience", "body_hash",
+	    NULL };
 	const struct ynode *n;
 	const char *why;
 	char e[80];
@@ -509,15 +548,35 @@ parse_forward(struct ycheck *x, const struct ynode *m,
 	if ((n = ynode_get(m, "to")) == NULL)
 		ycheck_err(x, m->line, m->col, "'forward' needs 'to'");
 	else if (ycheck_string(x, n, "forward.to")) {
-		if ((why = https_url_check(n->scalar)) != NULL)
+		if ((why = https_url_check(n->scalar)) != NULL ||
+		    (why = forward_target(n->scalar, r)) != NULL)
 			ycheck_err(x, n->line, n->col, "'forward.to': '%s' %s",
 			    yesc(n->scalar, e, sizeof(e)), why);
 		else
 			dup_string(x, n->scalar, &r->forward_to);
 	}
-	if ((n = ynode_get(m, "audience")) == NULL)
-		ycheck_err(x, m->line, m->col, "'forward' needs 'audience'");
-	else if (ycheck_string(x, n, "forward.audience")) {
+	if ((n = ynode_get(m, "body_hash")) != NULL &&
+	    ycheck_string(x, n, "forward.body_hash")) {
+		if (strcmp(n->scalar, "true") == 0)
+			r->forward_body_hash = 1;
+		else if (strcmp(n->scalar, "false") != 0)
+			ycheck_err(x, n->line, n->col, "'forward.body_hash' must "
+			    "be true or false");
+	}
+	if ((n = ynode_get(m, "audience")) == NULL) {
+		/* The token's audience: the proxy's origin. */
+		char origin[NAME_BUFSZ + 16];
+
+		if (r->forward_to != NULL) {
+			if (r->forward_port != 443)
+				snprintf(origin, sizeof(origin), "https://%s:%u",
+				    r->forward_host, r->forward_port);
+			else
+				snprintf(origin, sizeof(origin), "https://%s",
+				    r->forward_host);
+			dup_string(x, origin, &r->forward_audience);
+		}
+	} else if (ycheck_string(x, n, "forward.audience")) {
 		if (!field_value_ok(n->scalar) || strchr(n->scalar, '\t'))
 			ycheck_err(x, n->line, n->col, "'forward.audience' "
 			    "holds control characters");

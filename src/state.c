@@ -12,6 +12,7 @@
 #include "ca.h"
 #include "cidr.h"
 #include "config.h"
+#include "idkeys.h"
 #include "log.h"
 #include "policy.h"
 #include "secrets.h"
@@ -445,8 +446,10 @@ state_build(const struct config *cfg, const struct state *prev,
 	}
 	if ((r = state_seal(st, prev, errs)) != 0)
 		goto out;
-	if (prev != NULL)
+	if (prev != NULL) {
 		st->secrets = secret_set_ref(prev->secrets);
+		st->idkeys = idkeys_ref(prev->idkeys);
+	}
 	*out = st;
 	st = NULL;	/* transferred */
 	r = 0;
@@ -480,6 +483,7 @@ state_clone(const struct state *prev, uint64_t generation, struct state **out)
 		st->nown = prev->nown;
 	}
 	st->secrets = secret_set_ref(prev->secrets);
+	st->idkeys = idkeys_ref(prev->idkeys);
 	*out = st;
 	return 0;
  fail:
@@ -566,6 +570,7 @@ state_unref(struct state *st)
 	cidr_tree_free(st->sources);
 	free(st->own);
 	secret_set_unref(st->secrets);
+	idkeys_unref(st->idkeys);
 	free(st);
 }
 

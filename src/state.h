@@ -16,6 +16,7 @@ struct config;
 struct policy;
 struct cidr_tree;
 struct secret_set;
+struct idkeys;
 
 /*
  * What a sandbox keeps across snapshots: its live counters and its CA.  A
@@ -75,6 +76,7 @@ struct state {
 	struct sl_addr	*own;		/* the gateway's own addresses */
 	size_t		 nown;
 	struct secret_set *secrets;	/* (a reference) NULL: none */
+	struct idkeys	*idkeys;	/* (a reference) NULL: no signing_key */
 };
 
 /*

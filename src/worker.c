@@ -14,7 +14,9 @@
 #include "config.h"
 #include "conn.h"
 #include "daemon.h"
+#include "audit.h"
 #include "dns.h"
+#include "icpt.h"
 #include "inject.h"
 #include "log.h"
 #include "resolve.h"
@@ -151,6 +153,19 @@ worker_conn_gone(struct worker *w)
 		event_base_loopexit(w->base, NULL);
 }
 
+/* Audit records became durable: requests held for theirs go on. */
+static void
+audit_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	uint64_t durable = audit_durable(w->d->audit);
+	struct conn *c;
+
+	TAILQ_FOREACH(c, &w->conns, link)
+		if (c->state == CS_ICPT && c->icpt != NULL)
+			icpt_audit_durable(c->icpt, durable);
+}
+
 int
 worker_init(struct worker *w, struct daemon *d, unsigned idx)
 {
@@ -164,7 +179,9 @@ worker_init(struct worker *w, struct daemon *d, unsigned idx)
 	if ((w->base = event_base_new()) == NULL)
 		return SL_ERR_NOMEM;
 	if ((w->wake = event_new(w->base, -1, EV_PERSIST, wake_cb, w)) == NULL ||
-	    (w->upool = upool_new(w->base)) == NULL)
+	    (w->audit_ev = event_new(w->base, -1, EV_PERSIST, audit_cb,
+	    w)) == NULL || (w->upool = upool_new(w->base)) == NULL ||
+	    audit_notify(d->audit, w->audit_ev) != 0)
 		return SL_ERR_NOMEM;
 	w->res = resolver_new(w->base, cfg->resolvers, cfg->nresolvers,
 	    cfg->timeouts.connect < 5000 ? cfg->timeouts.connect : 5000,
@@ -240,6 +257,8 @@ worker_free(struct worker *w)
 	free(w->lis);
 	if (w->wake != NULL)
 		event_free(w->wake);
+	if (w->audit_ev != NULL)	/* the daemon cleared audit_notify */
+		event_free(w->audit_ev);
 	/* Once more, so deferred frees and deferred DNS replies run first. */
 	if (w->base != NULL)
 		event_base_loop(w->base, EVLOOP_NONBLOCK);

@@ -36,6 +36,7 @@ struct worker {
 	struct resolver		*res;
 	struct state		*st;		/* the snapshot in force here (ref) */
 	struct event		*wake;		/* posted by the main thread */
+	struct event		*audit_ev;	/* audit records became durable */
 	pthread_mutex_t		 mtx;		/* guards the two fields below */
 	struct state		*pending;	/* next snapshot (ref), or NULL */
 	int			 cmd;		/* WORKER_CMD_* bits */

@@ -662,7 +662,7 @@ api_policy_put_bad() {
 }
 
 # this daemon has no gateway_key: the secret endpoints say secrets are
-# off (409); identity tokens are not built yet (501)
+# off (409); nor a signing_key: no JWKS (404)
 api_not_built() {
 	local m p
 	for m in "GET /v1/secrets" "PUT /v1/secrets/token" "DELETE /v1/secrets/token"; do
@@ -673,7 +673,7 @@ api_not_built() {
 			refused 409 '.error | test("secrets are off")' "${m%% *}" "$p" || return 1
 		fi
 	done
-	refused 501 '.error | test("not available")' GET /v1/jwks
+	refused 404 '.error | test("no signing_key")' GET /v1/jwks
 }
 
 check api_status api_status

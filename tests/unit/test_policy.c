@@ -571,19 +571,42 @@ test_forward_upstream(void **state)
 
 	(void)state;
 	p = parse_ok(RULE("    match: {host: \"*.Stripe.com\"}\n"
-	    "    forward: {to: \"https://[2001:db8::1]:8443/broker\", "
-	    "audience: aud}\n"
+	    "    forward: {to: \"https://Policy.Example:8443/broker\", "
+	    "audience: aud, body_hash: true}\n"
 	    "    upstream:\n      ca: /etc/ca.pem\n      pin_sha256:\n"
 	    "        - \"47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\"\n"));
 	r = &p->intercepts[0];
 	assert_string_equal(r->host, "*.stripe.com");
 	assert_int_equal(r->action, ICPT_FORWARD);
+	assert_string_equal(r->forward_host, "policy.example");
+	assert_int_equal(r->forward_port, 8443);
+	assert_string_equal(r->forward_path, "/broker");
+	assert_string_equal(r->forward_audience, "aud");
+	assert_true(r->forward_body_hash);
 	assert_string_equal(r->upstream_ca, "/etc/ca.pem");
 	assert_int_equal(r->npins, 1);
 	assert_string_equal(r->pins[0],
 	    "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=");
 	policy_free(p);
 
+	/* The audience defaults to the proxy's origin. */
+	p = parse_ok(RULE("    match: {host: a.example}\n"
+	    "    forward: {to: \"https://proxy.example/\"}\n"));
+	r = &p->intercepts[0];
+	assert_int_equal(r->forward_port, 443);
+	assert_string_equal(r->forward_path, "");
+	assert_string_equal(r->forward_audience, "https://proxy.example");
+	assert_false(r->forward_body_hash);
+	policy_free(p);
+	p = parse_ok(RULE("    match: {host: a.example}\n"
+	    "    forward: {to: \"https://proxy.example:9443\"}\n"));
+	assert_string_equal(p->intercepts[0].forward_audience,
+	    "https://proxy.example:9443");
+	policy_free(p);
+	expect_error(RULE("    match: {host: a.example}\n"
+	    "    forward: {to: \"https://[2001:db8::1]:8443/b\"}\n"),
+	    "p.yaml:5:19: 'forward.to': 'https://[2001:db8::1]:8443/b' must "
+	    "name the proxy's host, not an address");
 	expect_error(RULE("    match: {host: a.example}\n"
 	    "    forward: {to: \"http://x.example\", audience: a}\n"),
 	    "p.yaml:5:19: 'forward.to': 'http://x.example' must start with "
@@ -598,8 +621,8 @@ test_forward_upstream(void **state)
 	    "    forward: {to: \"https:///path\", audience: a}\n"),
 	    "needs a host");
 	expect_error(RULE("    match: {host: a.example}\n"
-	    "    forward: {to: \"https://x.example\"}\n"),
-	    "p.yaml:5:14: 'forward' needs 'audience'");
+	    "    forward: {to: \"https://x.example\", body_hash: yes}\n"),
+	    "'forward.body_hash' must be true or false");
 	expect_error(RULE("    match: {host: a.example}\n"
 	    "    forward: {audience: a}\n"),
 	    "p.yaml:5:14: 'forward' needs 'to'");
