@@ -23,42 +23,16 @@
 
 #include "err.h"
 #include "names.h"
+#include "keyfile.h"
 #include "sealed.h"
 
 #define X25519_LEN	32
-#define KEYFILE_MAX	16384		/* a PEM key is a few hundred bytes */
 #define WHY_BUFSZ	128		/* sealed_open's why_buf, as promised */
 #define KEYID_OFF	9		/* in the header */
 #define NKEYFILES	4
 /* The smallest payload: a 1-byte name, no hosts, a 1-byte value. */
 #define PAYLOAD_MIN	(1 + SEALED_KEYID_LEN + 8 + 8 + 1 + 1 + 1 + 2 + 1)
 #define BLOB_MIN	(SEALED_HEADER_LEN + crypto_box_SEALBYTES + PAYLOAD_MIN)
-
-/*
- * Guarded memory for key and secret bytes.  sodium_malloc tries to lock
- * it and goes on silently when it cannot (RLIMIT_MEMLOCK); a secret must
- * never reach swap, so check.  sodium_free wipes it.
- */
-static void *
-secure_alloc(size_t len)
-{
-	void *p;
-
-	if ((p = sodium_malloc(len)) == NULL)
-		return NULL;
-	if (mlock(p, len) != 0) {
-		sodium_free(p);
-		return NULL;
-	}
-	return p;
-}
-
-static void
-secure_free(void *p)
-{
-	if (p != NULL)
-		sodium_free(p);
-}
 
 /* libsodium is started by the programs; this only makes sure of it. */
 static int
@@ -69,110 +43,6 @@ sodium_ready(const char **why)
 		return SL_ERR_INTERNAL;
 	}
 	return 0;
-}
-
-/*
- * A private key file: regular, neither group nor others may touch it (a
- * key others can write can be replaced), owned by root or by us (relayd's
- * check_file_secrecy).
- */
-static int
-check_secrecy(const struct stat *st, const char **why)
-{
-	if (!S_ISREG(st->st_mode)) {
-		*why = "not a regular file";
-		return SL_ERR_INVALID;
-	}
-	if ((st->st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-		*why = "group or others may access it (chmod 600 it)";
-		return SL_ERR_DENIED;
-	}
-	if (st->st_uid != 0 && st->st_uid != geteuid()) {
-		*why = "owned by neither root nor this user";
-		return SL_ERR_DENIED;
-	}
-	return 0;
-}
-
-/* Reads fd to its end into b[0..max]; *len > max means too big. */
-static int
-read_upto(int fd, uint8_t *b, size_t max, size_t *len)
-{
-	size_t off = 0;
-	ssize_t n;
-
-	while (off <= max) {
-		if ((n = read(fd, b + off, max + 1 - off)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return SL_ERR_IO;
-		}
-		if (n == 0)
-			break;
-		off += (size_t)n;
-	}
-	*len = off;
-	return 0;
-}
-
-/*
- * Reads a key file into guarded memory: *buf holds *len bytes and a NUL
- * (free it with secure_free, which wipes).  secret: check_secrecy on the
- * opened file, so that what is checked is what is read.
- */
-static int
-read_keyfile(const char *path, int secret, uint8_t **buf, size_t *len,
-    const char **why)
-{
-	struct stat st;
-	uint8_t *b = NULL;
-	size_t n;
-	int fd, saved, r = SL_ERR_IO;
-
-	/* Non-blocking: a FIFO in a key's place is refused, not waited on. */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
-	    (secret ? O_NONBLOCK : 0))) == -1) {
-		*why = "cannot open it";
-		return SL_ERR_IO;
-	}
-	if (fstat(fd, &st) != 0) {
-		*why = "cannot stat it";
-		goto out;
-	}
-	if (secret && (r = check_secrecy(&st, why)) != 0)
-		goto out;
-	if ((b = secure_alloc(KEYFILE_MAX + 1)) == NULL) {
-		*why = "out of locked memory";
-		r = SL_ERR_NOMEM;
-		goto out;
-	}
-	if ((r = read_upto(fd, b, KEYFILE_MAX, &n)) != 0) {
-		*why = "cannot read it";
-		goto out;
-	}
-	if (n > KEYFILE_MAX) {
-		*why = "too big for a key file";
-		r = SL_ERR_INVALID;
-		goto out;
-	}
-	b[n] = '\0';
-	*buf = b;
-	b = NULL;	/* transferred */
-	*len = n;
-	r = 0;
- out:
-	saved = errno;
-	close(fd);
-	secure_free(b);
-	errno = saved;
-	return r;
-}
-
-/* Never prompts for a passphrase: our key files are not encrypted. */
-static int
-no_passphrase(char *buf, int size, int rwflag, void *u)
-{
-	return -1;
 }
 
 /* Decodes a PEM X25519 key, private (PKCS#8) or public (SPKI). */
@@ -188,9 +58,9 @@ pem_x25519(const uint8_t *pem, size_t len, int private, EVP_PKEY **out,
 		return SL_ERR_NOMEM;
 	}
 	if (private)
-		pkey = PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
+		pkey = PEM_read_bio_PrivateKey(bio, NULL, keyfile_no_passphrase, NULL);
 	else
-		pkey = PEM_read_bio_PUBKEY(bio, NULL, no_passphrase, NULL);
+		pkey = PEM_read_bio_PUBKEY(bio, NULL, keyfile_no_passphrase, NULL);
 	BIO_free(bio);
 	ERR_clear_error();
 	if (pkey == NULL) {
@@ -226,7 +96,7 @@ gwkey_fill(struct gwkey *k, EVP_PKEY *pkey)
 {
 	size_t n = X25519_LEN;
 
-	if ((k->sk = secure_alloc(X25519_LEN)) == NULL)
+	if ((k->sk = secmem_alloc(X25519_LEN)) == NULL)
 		return SL_ERR_NOMEM;
 	if (EVP_PKEY_get_raw_private_key(pkey, k->sk, &n) != 1 ||
 	    n != X25519_LEN)
@@ -254,7 +124,7 @@ gwkey_load(const char *path, struct gwkey **out, const char **why)
 
 	if ((r = sodium_ready(&w)) != 0)
 		goto out;
-	if ((r = read_keyfile(path, 1, &pem, &len, &w)) != 0)
+	if ((r = keyfile_read(path, 1, &pem, &len, &w)) != 0)
 		goto out;
 	if ((r = pem_x25519(pem, len, 1, &pkey, &w)) != 0)
 		goto out;
@@ -275,7 +145,7 @@ gwkey_load(const char *path, struct gwkey **out, const char **why)
 	EVP_PKEY_free(pkey);	/* OpenSSL wipes its copy */
 	ERR_clear_error();
 	gwkey_free(k);
-	secure_free(pem);
+	secmem_free(pem);
 	if (r != 0 && why != NULL)
 		*why = w;
 	return r;
@@ -286,7 +156,7 @@ gwkey_free(struct gwkey *k)
 {
 	if (k == NULL)
 		return;
-	secure_free(k->sk);
+	secmem_free(k->sk);
 	free(k->path);
 	free(k);
 }
@@ -301,7 +171,7 @@ gwkey_load_pub(const char *path, uint8_t pk[32], const char **why)
 	int r;
 
 	/* Guarded memory: the file named may be a private key by mistake. */
-	if ((r = read_keyfile(path, 0, &pem, &len, &w)) != 0)
+	if ((r = keyfile_read(path, 0, &pem, &len, &w)) != 0)
 		goto out;
 	if ((r = pem_x25519(pem, len, 0, &pkey, &w)) != 0)
 		goto out;
@@ -316,7 +186,7 @@ gwkey_load_pub(const char *path, uint8_t pk[32], const char **why)
  out:
 	EVP_PKEY_free(pkey);
 	ERR_clear_error();
-	secure_free(pem);
+	secmem_free(pem);
 	if (r != 0 && why != NULL)
 		*why = w;
 	return r;
@@ -767,7 +637,7 @@ sealed_seal(const uint8_t pk[32], const struct sealed_in *in,
 	blen = SEALED_HEADER_LEN + crypto_box_SEALBYTES + w.len;
 	r = SL_ERR_NOMEM;
 	msg = "out of memory";
-	if ((w.p = secure_alloc(w.len)) == NULL || (b = malloc(blen)) == NULL)
+	if ((w.p = secmem_alloc(w.len)) == NULL || (b = malloc(blen)) == NULL)
 		goto out;
 	gwkey_id(pk, id);
 	encode_payload(&w, in, hosts, nhosts, id);
@@ -788,7 +658,7 @@ sealed_seal(const uint8_t pk[32], const struct sealed_in *in,
 	*len = blen;
 	r = 0;
  out:
-	secure_free(w.p);
+	secmem_free(w.p);
 	free(b);
 	if (r != 0 && why != NULL)
 		*why = msg;
@@ -858,7 +728,7 @@ parse_value(struct rd *r, struct sealed_secret *s, const char **why)
 		*why = "value holds CR, LF or NUL";
 		return SL_ERR_INVALID;
 	}
-	if ((s->value = secure_alloc(n + 1)) == NULL) {
+	if ((s->value = secmem_alloc(n + 1)) == NULL) {
 		*why = "out of locked memory";
 		return SL_ERR_NOMEM;
 	}
@@ -977,7 +847,7 @@ sealed_open(struct gwkey *const *keys, size_t nkeys, const uint8_t *blob,
 	    (r = check_header(blob, len, &w)) != 0)
 		goto out;
 	plen = len - SEALED_HEADER_LEN - crypto_box_SEALBYTES;
-	if ((payload = secure_alloc(plen)) == NULL) {
+	if ((payload = secmem_alloc(plen)) == NULL) {
 		r = SL_ERR_NOMEM;
 		w = "out of locked memory";
 		goto out;
@@ -1006,7 +876,7 @@ sealed_open(struct gwkey *const *keys, size_t nkeys, const uint8_t *blob,
 	s = NULL;	/* transferred */
 	r = 0;
  out:
-	secure_free(payload);
+	secmem_free(payload);
 	sealed_secret_free(s);
 	if (r != 0 && why != NULL)
 		*why = w;
@@ -1018,7 +888,7 @@ sealed_secret_free(struct sealed_secret *s)
 {
 	if (s == NULL)
 		return;
-	secure_free(s->value);
+	secmem_free(s->value);
 	free(s);
 }
 

@@ -27,12 +27,12 @@
 #include <sodium.h>
 
 #include "err.h"
+#include "keyfile.h"
 #include "signkey.h"
 
 #define COORD_LEN	32		/* a P-256 coordinate, and r and s */
 #define COORD_B64	44		/* base64url of 32 bytes, and a NUL */
 #define DER_SIG_MAX	80		/* a DER ECDSA-Sig-Value for P-256: <= 72 */
-#define KEYFILE_MAX	16384		/* a PEM key is a few hundred bytes */
 /* {"crv":"P-256","kty":"EC","x":"","y":""} and two coordinates. */
 #define THUMB_JSON_MAX	(64 + 2 * COORD_B64)
 
@@ -46,146 +46,6 @@ struct signpub {
 	char		 x[COORD_B64], y[COORD_B64];	/* base64url */
 	char		 kid[SIGNKEY_KID_MAX];
 };
-
-/*
- * Reading a private key file, by the rules sealed.c's gwkey_load follows.
- * XXX: a copy of sealed.c's read_keyfile and its helpers; both should
- * move to one keyfile.c.
- */
-
-/* Guarded, locked memory: key file bytes must never reach swap. */
-static void *
-secure_alloc(size_t len)
-{
-	void *p;
-
-	if ((p = sodium_malloc(len)) == NULL)
-		return NULL;
-	if (mlock(p, len) != 0) {
-		sodium_free(p);
-		return NULL;
-	}
-	return p;
-}
-
-static void
-secure_free(void *p)
-{
-	if (p != NULL)
-		sodium_free(p);	/* wipes */
-}
-
-/*
- * A private key file: regular, neither group nor others may touch it (a
- * key others can write can be replaced), owned by root or by us.
- */
-static int
-check_secrecy(const struct stat *st, const char **why)
-{
-	if (!S_ISREG(st->st_mode)) {
-		*why = "not a regular file";
-		return SL_ERR_INVALID;
-	}
-	if ((st->st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-		*why = "group or others may access it (chmod 600 it)";
-		return SL_ERR_DENIED;
-	}
-	if (st->st_uid != 0 && st->st_uid != geteuid()) {
-		*why = "owned by neither root nor this user";
-		return SL_ERR_DENIED;
-	}
-	return 0;
-}
-
-/* Reads fd to its end into b[0..max]; *len > max means too big. */
-static int
-read_upto(int fd, uint8_t *b, size_t max, size_t *len)
-{
-	size_t off = 0;
-	ssize_t n;
-
-	while (off <= max) {
-		if ((n = read(fd, b + off, max + 1 - off)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return SL_ERR_IO;
-		}
-		if (n == 0)
-			break;
-		off += (size_t)n;
-	}
-	*len = off;
-	return 0;
-}
-
-/*
- * A key file into guarded memory: *buf holds *len bytes and a NUL (free
- * it with secure_free).  secret: check_secrecy on the opened file, so
- * that what is checked is what is read.
- */
-static int
-read_keyfile(const char *path, int secret, uint8_t **buf, size_t *len,
-    const char **why)
-{
-	struct stat st;
-	uint8_t *b = NULL;
-	size_t n;
-	int fd, saved, r = SL_ERR_IO;
-
-	if (sodium_init() < 0) {
-		*why = "libsodium cannot start";
-		return SL_ERR_INTERNAL;
-	}
-	/* Non-blocking: a FIFO in a key's place is refused, not waited on. */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) ==
-	    -1) {
-		*why = "cannot open it";
-		return SL_ERR_IO;
-	}
-	if (fstat(fd, &st) != 0) {
-		*why = "cannot stat it";
-		goto out;
-	}
-	if (secret && (r = check_secrecy(&st, why)) != 0)
-		goto out;
-	if (!S_ISREG(st.st_mode)) {
-		*why = "not a regular file";
-		r = SL_ERR_INVALID;
-		goto out;
-	}
-	if ((b = secure_alloc(KEYFILE_MAX + 1)) == NULL) {
-		*why = "out of locked memory";
-		r = SL_ERR_NOMEM;
-		goto out;
-	}
-	if ((r = read_upto(fd, b, KEYFILE_MAX, &n)) != 0) {
-		*why = "cannot read it";
-		goto out;
-	}
-	if (n > KEYFILE_MAX) {
-		*why = "too big for a key file";
-		r = SL_ERR_INVALID;
-		goto out;
-	}
-	b[n] = '\0';
-	*buf = b;
-	b = NULL;	/* transferred */
-	*len = n;
-	r = 0;
- out:
-	saved = errno;
-	close(fd);
-	secure_free(b);
-	errno = saved;
-	return r;
-}
-
-/* Never prompts for a passphrase: our key files are not encrypted. */
-static int
-no_passphrase(char *buf, int size, int rwflag, void *u)
-{
-	return -1;
-}
 
 /* Whether pkey is an EC key on P-256 by name (explicit curves are not). */
 static int
@@ -235,9 +95,9 @@ pem_p256(const uint8_t *pem, size_t len, int private, EVP_PKEY **out,
 		return SL_ERR_NOMEM;
 	}
 	if (private)
-		pkey = PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
+		pkey = PEM_read_bio_PrivateKey(bio, NULL, keyfile_no_passphrase, NULL);
 	else
-		pkey = PEM_read_bio_PUBKEY(bio, NULL, no_passphrase, NULL);
+		pkey = PEM_read_bio_PUBKEY(bio, NULL, keyfile_no_passphrase, NULL);
 	BIO_free(bio);
 	ERR_clear_error();
 	if (pkey == NULL) {
@@ -337,7 +197,7 @@ signkey_load(const char *path, struct signkey **out, const char **why)
 	size_t len;
 	int r;
 
-	if ((r = read_keyfile(path, 1, &pem, &len, &w)) != 0)
+	if ((r = keyfile_read(path, 1, &pem, &len, &w)) != 0)
 		goto out;
 	if ((r = pem_p256(pem, len, 1, &pkey, &w)) != 0)
 		goto out;
@@ -359,7 +219,7 @@ signkey_load(const char *path, struct signkey **out, const char **why)
 	EVP_PKEY_free(pkey);	/* OpenSSL wipes its copy */
 	ERR_clear_error();
 	signkey_free(k);
-	secure_free(pem);
+	secmem_free(pem);
 	if (r != 0 && why != NULL)
 		*why = w;
 	return r;
@@ -517,7 +377,7 @@ signpub_load(const char *path, struct signpub **out, const char **why)
 	int r;
 
 	/* Guarded memory: the file named may be a private key by mistake. */
-	if ((r = read_keyfile(path, 0, &pem, &len, &w)) != 0)
+	if ((r = keyfile_read(path, 0, &pem, &len, &w)) != 0)
 		goto out;
 	if ((r = pem_p256(pem, len, 0, &pkey, &w)) != 0)
 		goto out;
@@ -530,7 +390,7 @@ signpub_load(const char *path, struct signpub **out, const char **why)
  out:
 	EVP_PKEY_free(pkey);
 	ERR_clear_error();
-	secure_free(pem);
+	secmem_free(pem);
 	if (r != 0 && why != NULL)
 		*why = w;
 	return r;
