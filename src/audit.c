@@ -58,6 +58,7 @@ struct audit {
 	struct event	*notify[MAX_NOTIFY];
 	size_t		 nnotify;
 	atomic_ullong	 durable;
+	atomic_int	 broken;	/* the writer failed: nothing is written */
 
 	/* The writer's own: the chain and the file. */
 	uint64_t	 seq;
@@ -598,9 +599,14 @@ writer_main(void *arg)
 			batch[n++] = lost_record(lost);
 		if (!failed && write_round(a, batch, n, rotate, &buf, &cap) !=
 		    0) {
-			/* XXX a full disk stops the trail; producers then wait. */
+			/*
+			 * XXX a full disk stops the trail for good: requests
+			 * that need their record are refused from now on.
+			 */
 			log_errx("audit", "cannot write %s: %s; no more records "
-			    "are written", a->path, strerror(errno));
+			    "are written, and injected or forwarded requests are "
+			    "refused", a->path, strerror(errno));
+			atomic_store(&a->broken, 1);
 			failed = 1;
 		} else if (failed)
 			for (i = 0; i < n; i++)
@@ -646,6 +652,10 @@ enqueue(struct audit *a, const char *type, json_t *rec, int refuse,
 		if (ticket != NULL)
 			*ticket = 0;	/* durable at once */
 		return 0;
+	}
+	if (atomic_load(&a->broken)) {
+		json_decref(rec);
+		return SL_ERR_IO;	/* the action that needs it is refused */
 	}
 	format_ts(ts, sizeof(ts));
 	if (json_object_set_new(rec, "ts", json_string(ts)) != 0 ||
@@ -747,6 +757,7 @@ audit_get_stats(struct audit *a, struct audit_stats *st)
 	st->rotations = a->rotations;
 	st->refused = a->refused;
 	st->dropped = a->dropped;
+	st->broken = atomic_load(&a->broken);
 	st->last_checkpoint_seq = a->cp_seq;
 	st->seq = a->pub_seq;
 	memcpy(st->head, a->pub_head, sizeof(st->head));

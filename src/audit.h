@@ -65,6 +65,8 @@ int	audit_write(struct audit *a, const char *type, struct json_t *rec);
 
 /*
  * Queues a record an action must wait for; *ticket gets its ticket.
+ * SL_ERR_IO when the writer has failed (a full disk): the action is
+ * refused, never done unaudited.
  * When the queue is full: with queue_full refuse, SL_ERR_TOO_BIG at once
  * (nothing queued: the caller refuses the action); with wait, it waits.
  * With no file configured the ticket is durable at once.
@@ -89,6 +91,7 @@ struct audit_stats {
 	uint64_t	 written, checkpoints, rotations, refused, dropped;
 	uint64_t	 last_checkpoint_seq;
 	char		 head[65];	/* the chain head: hash of seq */
+	int		 broken;	/* the writer failed (a full disk) */
 };
 void	audit_get_stats(struct audit *a, struct audit_stats *st);
 

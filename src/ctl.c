@@ -281,7 +281,8 @@ answer_status(struct daemon *d, struct ctl_resp *r)
 
 	audit_get_stats(d->audit, &as);
 	ctl_reply_json(r, 200, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I,"
-	    " s:s?, s:{s:s?, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+	    " s:s?, s:{s:s?, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+	    " s:b}}",
 	    "version", PACKAGE_VERSION,
 	    "generation", (json_int_t)d->state->generation,
 	    "workers", (json_int_t)d->nworkers,
@@ -298,7 +299,7 @@ answer_status(struct daemon *d, struct ctl_resp *r)
 	    "last_checkpoint_seq", (json_int_t)as.last_checkpoint_seq,
 	    "rotations", (json_int_t)as.rotations,
 	    "refused", (json_int_t)as.refused,
-	    "dropped", (json_int_t)as.dropped));
+	    "dropped", (json_int_t)as.dropped, "failed", as.broken));
 }
 
 /* POST /v1/audit/rotate: the writer starts a new file. */
