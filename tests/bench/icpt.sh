@@ -26,6 +26,9 @@
 #        ICPT_FOREIGN_MAX (10): a rate run in which other jobs took more
 #                          than that % of either core is run once more
 #        ICPT_KEEP (unset): copy the work directory there at the end
+#        ICPT_AUDIT_FSYNC (batch), ICPT_AUDIT_DIR (the work directory, a
+#                          tmpfs): sluiced's audit.fsync and where its trail
+#                          goes (a directory on disk to measure the disk)
 #
 # CPU budget: every proxy runs pinned (taskset) to ICPT_PROXY_CPU with one
 # worker (sluiced workers: 1, nginx worker_processes 1, haproxy nbthread 1,
@@ -98,6 +101,7 @@ fi
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 tmp=$(mktemp -d /dev/shm/sluice-icpt.XXXXXX)
+AUD=${ICPT_AUDIT_DIR:-$tmp}
 chmod 755 "$tmp"	# nginx workers read the files as an unprivileged user
 world_init icpt$$
 cleanup() {
@@ -179,7 +183,7 @@ listen: {transparent: ["0.0.0.0:15001", "[::]:15001"], control: $tmp/control.soc
 resolvers: ["198.18.1.2:53"]
 policy_dir: $tmp/pol
 upstream_ca: $pki/ca.pem
-audit: {path: $tmp/audit.jsonl, fsync: batch}
+audit: {path: $AUD/audit.jsonl, fsync: ${ICPT_AUDIT_FSYNC:-batch}}
 workers: 1
 limits: {connections: 100000}
 sandboxes:
@@ -488,9 +492,9 @@ t_run=$(( $(date +%s) - t_start ))
 # --- sluice's own account of the run ---
 if [ -f "$tmp/sluice.log" ]; then
 	sl_warn=$(grep -ciE 'error|warn|crit|fatal|abort' "$tmp/sluice.log")
-	sl_req=$(grep -c '"type": *"request"' "$tmp/audit.jsonl" 2>/dev/null)
-	sl_conn=$(grep -c '"type": *"conn"' "$tmp/audit.jsonl" 2>/dev/null)
-	sl_deny=$(grep '"type": *"request"' "$tmp/audit.jsonl" 2>/dev/null | grep -vc '"action": *"pass"')
+	sl_req=$(grep -c '"type": *"request"' "$AUD/audit.jsonl" 2>/dev/null)
+	sl_conn=$(grep -c '"type": *"conn"' "$AUD/audit.jsonl" 2>/dev/null)
+	sl_deny=$(grep '"type": *"request"' "$AUD/audit.jsonl" 2>/dev/null | grep -vc '"action": *"pass"')
 fi
 
 # --- results ---
