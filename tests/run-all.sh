@@ -27,6 +27,7 @@ status=$?
 passed=0 failed=0
 for log in $(find tests -name '*.log' ! -name test-suite.log | sort); do
 	trs=${log%.log}.trs
+	[ -f "$trs" ] || continue	# not a test's log (kept artifacts)
 	res=$(sed -n 's/^:test-result: //p' "$trs" 2>/dev/null | head -n1)
 	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n1)
 	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n1)
