@@ -32,7 +32,7 @@
 
 #define SYNC_MS		100	/* fsync batch: at most this late */
 #define SYNC_RECORDS	1000	/* or after this many records */
-#define MAX_NOTIFY	64	/* workers woken when records are durable */
+#define MAX_NOTIFY	256	/* workers woken when records are durable */
 #define TAIL_READ	(2 * AUDIT_LINE_MAX)
 
 struct slot {
@@ -295,12 +295,34 @@ count_since_checkpoint(struct audit *a)
 	return 0;
 }
 
+/* The folder of the trail, synced: a new or renamed file survives a crash. */
+static void
+sync_dir(const struct audit *a)
+{
+	char dir[4096], *slash;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s", a->path);
+	if ((slash = strrchr(dir, '/')) == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
 static int
 open_file(struct audit *a)
 {
 	if ((a->fd = open(a->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC,
 	    0640)) == -1)
 		return SL_ERR_IO;
+	if (a->o.mode != AUDIT_FSYNC_NEVER)
+		sync_dir(a);
 	return 0;
 }
 
@@ -447,7 +469,10 @@ rotate_file(struct audit *a)
 	len = 0;
 	if (aside_name(a, "", aside, sizeof(aside)) != 0 ||
 	    rename(a->path, aside) != 0) {
-		r = SL_ERR_IO;
+		/* Not fatal: the trail goes on in this file. */
+		log_warnx("audit", "cannot rotate %s: %s; it goes on", a->path,
+		    strerror(errno));
+		r = 0;
 		goto out;
 	}
 	close(a->fd);
@@ -608,6 +633,8 @@ writer_main(void *arg)
 			    "refused", a->path, strerror(errno));
 			atomic_store(&a->broken, 1);
 			failed = 1;
+			/* Requests held for their records are refused now. */
+			mark_durable(a, atomic_load(&a->durable));
 		} else if (failed)
 			for (i = 0; i < n; i++)
 				json_decref(batch[i].rec);
@@ -697,6 +724,12 @@ audit_submit(struct audit *a, const char *type, json_t *rec,
     uint64_t *ticket)
 {
 	return enqueue(a, type, rec, a != NULL && a->o.queue_refuse, ticket);
+}
+
+int
+audit_failed(struct audit *a)
+{
+	return a != NULL && atomic_load(&a->broken);
 }
 
 uint64_t

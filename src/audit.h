@@ -75,6 +75,8 @@ int	audit_submit(struct audit *a, const char *type, struct json_t *rec,
 	    uint64_t *ticket);
 /* The latest durable ticket (see above). */
 uint64_t audit_durable(struct audit *a);
+/* 1 once the writer has failed: no ticket becomes durable any more. */
+int	audit_failed(struct audit *a);
 /*
  * Activates ev whenever audit_durable() moves, until audit_notify_clear()
  * (before the events are freed).

@@ -73,7 +73,8 @@ struct ctl {
 	gid_t		 gid;		/* control_group, or (gid_t)-1 */
 	struct evconnlistener *lev, *mlev, *jlev;
 	struct ctl_conns conns;
-	size_t		 nconns;
+	size_t		 nconns;	/* on the control socket */
+	size_t		 npub;		/* on listen.metrics and listen.jwks */
 	unsigned long long by_status[600];
 };
 
@@ -199,7 +200,10 @@ conn_free(struct ctl_conn *cc)
 	struct ctl *ctl = cc->ctl;
 
 	TAILQ_REMOVE(&ctl->conns, cc, link);
-	ctl->nconns--;
+	if (cc->metrics_only || cc->jwks_only)
+		ctl->npub--;
+	else
+		ctl->nconns--;
 	bufferevent_free(cc->bev);	/* closes the fd */
 	free(cc->body);
 	free(cc->resp.body);
@@ -650,7 +654,10 @@ accept_any(struct ctl *ctl, int fd, int metrics_only, int jwks_only)
 	uid_t uid = (uid_t)-1;
 	int allowed = metrics_only || jwks_only || peer_allowed(ctl, fd, &uid);
 
-	if (ctl->nconns >= CTL_MAX_CONNS || (cc = calloc(1, sizeof(*cc))) ==
+	/* The public listeners have their own share: they cannot lock
+	 * operators out of the control socket. */
+	if ((metrics_only || jwks_only ? ctl->npub : ctl->nconns) >=
+	    CTL_MAX_CONNS || (cc = calloc(1, sizeof(*cc))) ==
 	    NULL) {
 		close(fd);
 		return;
@@ -667,7 +674,10 @@ accept_any(struct ctl *ctl, int fd, int metrics_only, int jwks_only)
 		return;
 	}
 	TAILQ_INSERT_TAIL(&ctl->conns, cc, link);
-	ctl->nconns++;
+	if (metrics_only || jwks_only)
+		ctl->npub++;
+	else
+		ctl->nconns++;
 	llhttp_init(&cc->parser, HTTP_REQUEST, &ctl_settings);
 	cc->parser.data = cc;
 	bufferevent_setcb(cc->bev, conn_read_cb, NULL, conn_event_cb, cc);

@@ -388,6 +388,8 @@ daemon_run(struct config *cfg)
 		goto out;
 	if (drop_privileges(cfg->user) != 0)
 		goto out;
+	/* A change of uid resets it (to fs.suid_dumpable): again. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	d.worker_done = event_new(d.base, -1, EV_PERSIST, worker_done_cb, &d);
 	d.applied_ev = event_new(d.base, -1, EV_PERSIST, applied_cb, &d);
 	if (d.worker_done == NULL || d.applied_ev == NULL)

@@ -99,8 +99,10 @@ icpt_audit_request(struct icpt *ic, struct icpt_req *r)
 	    r->action);
 	if (r->rid[0] != '\0') {
 		/* Its request record went before it (injected, forwarded). */
-		rec = json_pack("{s:s?, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I,"
-		    " s:I}", "sandbox", c->sb ? c->sb->id : NULL,
+		rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:i, s:I,"
+		    " s:I, s:I, s:I}", "sandbox", c->sb ? c->sb->id : NULL,
+		    "policy", c->policy_name,
+		    "revision", (json_int_t)c->policy_rev,
 		    "rid", r->rid, "action", r->action, "reason", r->reason,
 		    "rule", r->rule, "status", r->status,
 		    "bytes_up", (json_int_t)r->bytes_up,
@@ -505,9 +507,18 @@ icpt_free(struct icpt *ic)
 }
 
 void
-icpt_audit_durable(struct icpt *ic, uint64_t durable)
+icpt_audit_durable(struct icpt *ic, uint64_t durable, int failed)
 {
-	if (ic->audit_wait == 0 || ic->audit_wait > durable)
+	if (ic->audit_wait == 0)
+		return;
+	if (failed && ic->audit_wait > durable) {
+		ic->audit_wait = 0;
+		evbuffer_drain(ic->held, evbuffer_get_length(ic->held));
+		icpt_up_failed(ic, 503, "audit-unavailable", "the audit trail "
+		    "cannot be written");
+		return;
+	}
+	if (ic->audit_wait > durable)
 		return;
 	ic->audit_wait = 0;
 	icpt_up_release(ic);

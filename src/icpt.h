@@ -25,8 +25,9 @@ void	icpt_bytes(const struct icpt *ic, uint64_t *from_sandbox,
 void	icpt_timer(struct conn *c);
 /*
  * Audit records up to ticket durable are on disk: a request held for its
- * record goes upstream.
+ * record goes upstream; failed: the trail cannot be written, and a held
+ * request is refused.  May close the connection.
  */
-void	icpt_audit_durable(struct icpt *ic, uint64_t durable);
+void	icpt_audit_durable(struct icpt *ic, uint64_t durable, int failed);
 
 #endif

@@ -39,6 +39,7 @@
 #include "icpt_int.h"
 #include "idkeys.h"
 #include "jwt.h"
+#include "keyfile.h"
 #include "log.h"
 #include "metrics.h"
 #include "policy.h"
@@ -124,7 +125,7 @@ tok_forms(const char *tok, size_t len)
 
 	if (fl == 0 || (t = calloc(1, sizeof(*t))) == NULL)
 		return NULL;
-	if ((t->mem = sodium_malloc(fl)) == NULL) {
+	if ((t->mem = secmem_alloc(fl)) == NULL) {
 		free(t);
 		return NULL;
 	}
@@ -182,8 +183,10 @@ sign_and_audit(struct icpt *ic, struct icpt_req *q, const char *aud,
 	    "reason", "intercept-rule", "rule", q->rule, "rid", q->rid,
 	    "to", q->to, "jti", q->jti, "aud", aud,
 	    "body_hash", body_sha256 != NULL, "intercepted", 1);
-	if (audit_submit(a, "request", rec, &ticket) != 0)
+	if (audit_submit(a, "request", rec, &ticket) != 0) {
+		q->rid[0] = '\0';
 		return -1;
+	}
 	if (audit_durable(a) < ticket)
 		ic->audit_wait = ticket;
 	return 0;
@@ -239,7 +242,8 @@ icpt_fwd_head(struct icpt *ic, const struct http_head *h,
 		goto out;
 	}
 	n -= 2;		/* the empty line comes after the token */
-	q = icpt_enqueue(ic, h);
+	if ((q = icpt_enqueue(ic, h)) == NULL)
+		goto out;
 	if (rule->forward_body_hash) {
 		/* The head waits for the body: its hash is in the token. */
 		if ((f = calloc(1, sizeof(*f))) == NULL ||

@@ -189,6 +189,8 @@ void	icpt_up_drop(struct icpt *ic);
 size_t	icpt_up_queued(struct icpt *ic);
 /* Takes rule's pins (up to ICPT_MAX_PINS) for the upstream's key. */
 void	icpt_pins_set(struct icpt *ic, const struct intercept_rule *rule);
+/* 1 if rule's pins are the ones taken (as a set). */
+int	icpt_pins_same(const struct icpt *ic, const struct intercept_rule *rule);
 /* 1 if the upstream's key matches the pins taken, or there are none. */
 int	icpt_pins_ok(struct icpt *ic);
 /*

@@ -67,6 +67,20 @@ find_header(const struct http_resp_head *rh, const char *name)
 	return NULL;
 }
 
+/* Whether any Content-Encoding header names a coding but identity. */
+static int
+coded(const struct http_resp_head *rh)
+{
+	size_t i;
+
+	for (i = 0; i < rh->nheaders; i++)
+		if (ascii_eq(rh->headers[i].name, rh->headers[i].name_len,
+		    "content-encoding") && !ascii_eq(rh->headers[i].value,
+		    rh->headers[i].value_len, "identity"))
+			return 1;
+	return 0;
+}
+
 static int
 has_body(const struct icpt_req *r, const struct http_resp_head *rh)
 {
@@ -116,15 +130,12 @@ icpt_redact_head(struct icpt *ic, struct icpt_req *r,
     const struct http_resp_head *rh)
 {
 	struct redact_pat pats[REDACT_MAX_PATTERNS];
-	const struct http_header *ce;
 	size_t npats = req_patterns(r, pats);
 	int body = has_body(r, rh) && !rh->informational && rh->status != 101;
 	int chunked = find_header(rh, "transfer-encoding") != NULL;
 	int reframe = body && !rh->close_delimited;
 
-	ce = find_header(rh, "content-encoding");
-	if (body && ce != NULL && !ascii_eq(ce->value, ce->value_len,
-	    "identity")) {
+	if (body && coded(rh)) {
 		icpt_up_failed(ic, 502, "response-not-redactable", "the answer "
 		    "to a request that got a credential has a content coding");
 		return -1;
@@ -264,6 +275,7 @@ int
 icpt_redact_end(struct icpt *ic, struct icpt_req *r)
 {
 	struct conn *c = ic->c;
+	int rc = 0;
 
 	if (ic->red_on) {
 		ic->red_on = 0;
@@ -278,8 +290,11 @@ icpt_redact_end(struct icpt *ic, struct icpt_req *r)
 		/* The count runs from the reset: the head's came first. */
 		r->redacted_body += redactor_count(ic->red) - ic->red_base;
 	}
+	/* What was built from the secrets goes with the answer. */
+	if (ic->red != NULL)
+		redactor_reset(ic->red, NULL, 0);
 	if (r->redacted_head + r->redacted_body == 0)
-		return 0;
+		return rc;
 	if (r->redacted_head > 0)
 		mtable_add(&c->w->metrics.redactions, r->rule, "head");
 	if (r->redacted_body > 0)
@@ -288,8 +303,10 @@ icpt_redact_end(struct icpt *ic, struct icpt_req *r)
 	    "redacted %llu time(s)", c->name, r->rid,
 	    (unsigned long long)(r->redacted_head + r->redacted_body));
 	audit_write(worker_audit(c->w), "secret_reflected", json_pack("{s:s?,"
-	    " s:s, s:s, s:s, s:o, s:I, s:I}", "sandbox", c->sb ? c->sb->id :
-	    NULL, "rid", r->rid, "rule", r->rule, "host", c->name,
+	    " s:s, s:I, s:s, s:s, s:s, s:o, s:I, s:I}", "sandbox", c->sb ?
+	    c->sb->id : NULL, "policy", c->policy_name,
+	    "revision", (json_int_t)c->policy_rev, "rid", r->rid,
+	    "rule", r->rule, "host", c->name,
 	    "secrets", secrets_json(r), "in_head", (json_int_t)r->redacted_head,
 	    "in_body", (json_int_t)r->redacted_body));
 	return 0;

@@ -218,8 +218,10 @@ audit_injected(struct icpt *ic, const struct inject *inj)
 	    "method", ic->cur.method, "host", c->name, "path", ic->cur.path,
 	    "action", "inject", "reason", ic->cur.reason, "rule", ic->cur.rule,
 	    "rid", ic->cur.rid, "secrets", arr, "intercepted", 1);
-	if (audit_submit(a, "request", rec, &ticket) != 0)
+	if (audit_submit(a, "request", rec, &ticket) != 0) {
+		ic->cur.rid[0] = '\0';	/* no request record: no response one */
 		return -1;
+	}
 	for (i = 0; i < inj->nused; i++)
 		mtable_add(&c->w->metrics.injections, inj->used[i]->name, "");
 	if (audit_durable(a) < ticket)
@@ -236,8 +238,13 @@ icpt_prepare_up(struct icpt *ic, const struct http_head *h,
 	unsigned port = fwd ? rule->forward_port : ic->c->upport ?
 	    ic->c->upport : ic->c->dst_port;
 
+	/*
+	 * The answer is expected only once the head is committed
+	 * (icpt_enqueue): a refusal after this point must not leave the
+	 * response parser one answer ahead of the queue.
+	 */
 	if (ic->qn == ICPT_MAX_PENDING ||
-	    http_resps_expect(ic->resps, h->method) != 0) {
+	    http_resps_pending(ic->resps) >= HTTP_RESPS_MAX_PENDING) {
 		icpt_refuse(ic, 400, "refused", "too-many-pipelined", NULL, 1);
 		return -1;
 	}
@@ -281,6 +288,20 @@ icpt_prepare_up(struct icpt *ic, const struct http_head *h,
 			    "not present a pinned key", 0);
 			return -1;
 		}
+	} else if (rule->npins > 0) {
+		/*
+		 * Still connecting, its key checked once connected: against
+		 * this rule's pins too.  Pins of two rules that differ cannot
+		 * both hold: one upstream at a time.
+		 */
+		if (ic->npins == 0)
+			icpt_pins_set(ic, rule);
+		else if (!icpt_pins_same(ic, rule)) {
+			icpt_refuse(ic, 502, "bad-gateway", "upstream-conflict",
+			    "sluice: requests with different pins while the "
+			    "upstream connects", 1);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -293,6 +314,11 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 	ic->cur.upgrade = h->upgrade;
 	ic->cur.close = !h->keep_alive;
 	ic->last_request = ic->cur.close;
+	if (http_resps_expect(ic->resps, h->method) != 0) {
+		/* The parser checked the method and refused CONNECT. */
+		conn_close(ic->c, "internal");
+		return NULL;
+	}
 	q = &ic->q[(ic->qhead + ic->qn) % ICPT_MAX_PENDING];
 	*q = ic->cur;
 	ic->qn++;
@@ -349,7 +375,8 @@ forward_head(struct icpt *ic, const struct http_head *h,
 	}
 	v.iov_len = (size_t)n;
 	evbuffer_commit_space(out, &v, 1);
-	q = icpt_enqueue(ic, h);
+	if ((q = icpt_enqueue(ic, h)) == NULL)
+		return -1;
 	/* The queued request holds the secrets until its response is out. */
 	for (i = 0; inj != NULL && i < inj->nused; i++)
 		q->secrets[i] = inj->used[i];
@@ -370,6 +397,8 @@ static void
 take_head(struct icpt *ic, const struct http_head *h)
 {
 	const struct intercept_rule *rule;
+	struct conn *c = ic->c;		/* outlives ic when it closes */
+	struct worker *w = c->w;
 	struct inject inj;
 	size_t wipe = 0;
 	char target[2 * ICPT_PATH_MAX];	/* path, '?', query */
@@ -383,14 +412,17 @@ take_head(struct icpt *ic, const struct http_head *h)
 		ok = rule != NULL && forward_head(ic, h, rule, target,
 		    rule->action == ICPT_INJECT ? &inj : NULL) == 0;
 	if (wipe > 0)
-		sodium_memzero(worker_scratch(ic->c->w), wipe);
+		sodium_memzero(worker_scratch(w), wipe);
 	inject_release(&inj);	/* what forward_head did not take */
+	if (c->state == CS_CLOSED)
+		return;			/* ic is gone */
 	ic->body = ok ? BODY_FORWARD : BODY_DISCARD;
 }
 
 void
 icpt_pump_requests(struct icpt *ic)
 {
+	struct conn *c = ic->c;		/* outlives ic when it closes */
 	struct evbuffer *in;
 	const struct http_head *h;
 	const char *why;
@@ -493,7 +525,7 @@ icpt_pump_requests(struct icpt *ic)
 			    "bad-request", why, 1);
 			return;
 		}
-		if (ic->c->state == CS_CLOSED)
+		if (c->state == CS_CLOSED)
 			return;
 	}
 	if (ic->up != NULL && icpt_up_queued(ic) > ICPT_HIGH)

@@ -58,6 +58,23 @@ icpt_up_queued(struct icpt *ic)
 	    evbuffer_get_length(bufferevent_get_output(ic->up)) : 0);
 }
 
+int
+icpt_pins_same(const struct icpt *ic, const struct intercept_rule *rule)
+{
+	size_t i, j;
+
+	if (rule->npins != ic->npins)
+		return 0;
+	for (i = 0; i < rule->npins; i++) {
+		for (j = 0; j < ic->npins; j++)
+			if (strcmp(rule->pins[i], ic->pins[j]) == 0)
+				break;
+		if (j == ic->npins)
+			return 0;
+	}
+	return 1;
+}
+
 /* The rule's pins, if any, against the upstream's key. */
 int
 icpt_pins_ok(struct icpt *ic)
@@ -406,6 +423,7 @@ icpt_pump_responses(struct icpt *ic)
 	const char *why;
 	enum http_resp_ev ev;
 	struct icpt_req *r;
+	struct conn *c = ic->c;		/* outlives ic when it closes */
 	size_t len, used;
 	uint8_t *data;
 
@@ -492,7 +510,7 @@ icpt_pump_responses(struct icpt *ic)
 			ic->qn--;
 			if (ic->refusal != NULL && ic->qn == 0) {
 				icpt_release_refusal(ic);	/* it was waiting for this */
-				if (ic->c->state == CS_CLOSED || ic->closing)
+				if (c->state == CS_CLOSED || ic->closing)
 					return;
 			}
 			if (ic->resp_close || r->close) {
@@ -500,7 +518,7 @@ icpt_pump_responses(struct icpt *ic)
 				icpt_maybe_finish(ic);
 				return;
 			}
-			if (ic->c->state == CS_CLOSED)
+			if (c->state == CS_CLOSED)
 				return;
 			if (!ic->hold)
 				icpt_pump_requests(ic);
@@ -527,7 +545,7 @@ icpt_pump_responses(struct icpt *ic)
 			icpt_up_failed(ic, 502, "upstream-malformed", NULL);
 			return;
 		}
-		if (ic->c->state == CS_CLOSED)
+		if (c->state == CS_CLOSED)
 			return;
 	}
 }

@@ -263,7 +263,8 @@ header_reserved(const char *lname)
 	for (i = 0; names[i] != NULL; i++)
 		if (strcmp(lname, names[i]) == 0)
 			return 1;
-	return 0;
+	/* Hop-by-hop too: never sent on, so never set or removed. */
+	return strncmp(lname, "proxy-", 6) == 0;
 }
 
 /* A MAP of names to globs (match.query, match.headers). */

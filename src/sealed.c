@@ -475,8 +475,13 @@ name_ok(const char *s, size_t len)
 static int
 value_has_ctl(const uint8_t *v, size_t len)
 {
-	return memchr(v, '\r', len) != NULL || memchr(v, '\n', len) != NULL ||
-	    memchr(v, '\0', len) != NULL;
+	size_t i;
+
+	/* A value goes in a header: no control byte but HTAB. */
+	for (i = 0; i < len; i++)
+		if ((v[i] < 0x20 && v[i] != '\t') || v[i] == 0x7f)
+			return 1;
+	return 0;
 }
 
 /*
@@ -574,7 +579,7 @@ seal_check(const struct sealed_in *in, const char **why)
 		return SL_ERR_INVALID;
 	}
 	if (value_has_ctl(in->value, in->value_len)) {
-		*why = "value holds CR, LF or NUL";
+		*why = "value holds CR, LF or NUL, or another control byte";
 		return SL_ERR_INVALID;
 	}
 	return 0;
@@ -725,7 +730,7 @@ parse_value(struct rd *r, struct sealed_secret *s, const char **why)
 	if (rd_bytes(r, n, &b) != 0 || r->off != r->len)
 		return SL_ERR_INVALID;
 	if (value_has_ctl(b, n)) {
-		*why = "value holds CR, LF or NUL";
+		*why = "value holds CR, LF or NUL, or another control byte";
 		return SL_ERR_INVALID;
 	}
 	if ((s->value = secmem_alloc(n + 1)) == NULL) {

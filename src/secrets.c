@@ -22,6 +22,7 @@
 #include <sodium.h>
 
 #include "config.h"
+#include "keyfile.h"
 #include "names.h"
 #include "redact.h"
 #include "sealed.h"
@@ -66,7 +67,7 @@ secret_fill(struct secret *s, const struct sealed_secret *o,
 
 	if (flen == 0)
 		return SL_ERR_INVALID;
-	if ((s->mem = sodium_malloc(o->value_len + 1 + flen)) == NULL)
+	if ((s->mem = secmem_alloc(o->value_len + 1 + flen)) == NULL)
 		return SL_ERR_NOMEM;
 	memcpy(s->mem, o->value, o->value_len);
 	s->mem[o->value_len] = '\0';
@@ -137,14 +138,34 @@ secret_open(const struct secret_store *st, const uint8_t *blob, size_t len,
 	return r;
 }
 
+static int
+same_hosts(const struct secret *a, const struct secret *b)
+{
+	size_t i;
+
+	if (a->nhosts != b->nhosts)
+		return 0;
+	for (i = 0; i < a->nhosts; i++)
+		if (strcmp(a->hosts[i], b->hosts[i]) != 0)
+			return 0;
+	return 1;
+}
+
 int
 secret_admit(const struct secret *cur, const struct secret *s,
     char why[SECRET_WHY_MAX])
 {
 	if (cur == NULL || s->version > cur->version)
 		return 0;
-	if (s->version == cur->version && strcmp(s->fp, cur->fp) == 0)
+	if (s->version == cur->version && strcmp(s->fp, cur->fp) == 0 &&
+	    same_hosts(s, cur))
 		return SL_ERR_EXISTS;
+	if (s->version == cur->version && strcmp(s->fp, cur->fp) == 0) {
+		snprintf(why, SECRET_WHY_MAX, "version %llu is in force bound to "
+		    "other hosts; seal the change with a higher version",
+		    (unsigned long long)cur->version);
+		return SL_ERR_INVALID;
+	}
 	if (s->version == cur->version)
 		snprintf(why, SECRET_WHY_MAX, "version %llu is in force with "
 		    "another value; seal the new value with a higher version",

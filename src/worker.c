@@ -18,6 +18,7 @@
 #include "dns.h"
 #include "icpt.h"
 #include "inject.h"
+#include "keyfile.h"
 #include "log.h"
 #include "resolve.h"
 #include "state.h"
@@ -159,11 +160,14 @@ audit_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
 	uint64_t durable = audit_durable(w->d->audit);
-	struct conn *c;
+	int failed = audit_failed(w->d->audit);
+	struct conn *c, *next;
 
-	TAILQ_FOREACH(c, &w->conns, link)
+	for (c = TAILQ_FIRST(&w->conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, link);	/* c may close */
 		if (c->state == CS_ICPT && c->icpt != NULL)
-			icpt_audit_durable(c->icpt, durable);
+			icpt_audit_durable(c->icpt, durable, failed);
+	}
 }
 
 int
@@ -276,7 +280,7 @@ char *
 worker_scratch(struct worker *w)
 {
 	if (w->scratch == NULL)
-		w->scratch = sodium_malloc(INJECT_BUF);
+		w->scratch = secmem_alloc(INJECT_BUF);
 	return w->scratch;
 }
 

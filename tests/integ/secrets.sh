@@ -337,7 +337,28 @@ red_coded() {
 	no_value "$WORK/c.b" "$TOK1"
 }
 
+# pipelined: a refused request, a passed HEAD and an injected GET on one
+# connection: the answers come in order, framed right, the last redacted
+red_pipelined() {
+	local send='GET /missing HTTP/1.1\r\nHost: allowed.test\r\n\r\nHEAD /pub/h HTTP/1.1\r\nHost: allowed.test\r\n\r\nGET /reflect HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n'
+	last="pipelined /missing, HEAD /pub/h, /reflect"
+	out=$(timeout 30 ip netns exec "$NS_SB" "$PY" "$UPSTREAM_PY" raw 198.18.1.10:443 \
+	    --tls-name allowed.test --ca "$BOX_CA" --json --timeout 5 --send "$send" 2>&1)
+	printf '%s\n' "$out" >>"$SEEN"
+	# (the raw client does not know the second was HEAD: it reads the
+	# third answer as the second's body; so the third is checked in the
+	# bytes after the second's head)
+	jq -s -e '[.[] | select(.n) | .status] == [503, 200]' <<<"$out" >/dev/null ||
+	    { why="answers: $(short "$out")"; return 1; }
+	jq -s -e '([.[] | select(.n)][1].body + ([.[] | select(.trailing)][0].trailing // "")) |
+	    startswith("HTTP/1.1 200 OK\r\n") and test("X-Echo: Bearer \\[REDACTED\\]\r\n") and
+	    test("raw=Bearer \\[REDACTED\\]\n") and endswith("0\r\n\r\n")' <<<"$out" >/dev/null ||
+	    { why="the injected answer after the HEAD: $(short "$out")"; return 1; }
+	no_value <(printf '%s' "$out") "$TOK1"
+}
+
 check red_length red_length
+check red_pipelined red_pipelined
 check red_chunked3 red_chunked3
 check red_chunked1 red_chunked1
 check red_close red_close
@@ -396,6 +417,7 @@ ka_get() {
 	return 1
 }
 ka_stop() {
+	[ -n "${KA_FD:-}" ] || return 0
 	echo >&"$KA_FD"
 	exec {KA_FD}>&-
 	wait "$KA_PID" 2>/dev/null

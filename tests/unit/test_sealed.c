@@ -493,6 +493,19 @@ test_roundtrip(void **state)
 	}
 }
 
+/* sealed_seal(in) must succeed (a value with HTAB, say). */
+static void
+seal_ok_len(const struct sealed_in *in)
+{
+	uint8_t *blob = NULL;
+	size_t len = 0;
+	const char *why = NULL;
+
+	assert_int_equal(sealed_seal(fx.k1->pk, in, &blob, &len, &why), 0);
+	assert_non_null(blob);
+	free(blob);
+}
+
 /* sealed_seal(in) must fail with SL_ERR_INVALID and a reason. */
 static void
 seal_fails(const struct sealed_in *in, const char *want)
@@ -553,6 +566,13 @@ test_seal_refusals(void **state)
 	seal_fails(&in, "CR, LF or NUL");
 	in.value = (const uint8_t *)"abc\n";
 	seal_fails(&in, "CR, LF or NUL");
+	in.value = (const uint8_t *)"a\001bc";	/* any control byte */
+	seal_fails(&in, "control byte");
+	in.value = (const uint8_t *)"ab\x7f";
+	in.value_len = 3;
+	seal_fails(&in, "control byte");
+	in.value = (const uint8_t *)"a\tb";	/* but HTAB */
+	seal_ok_len(&in);
 	in.value = value;
 	in.value_len = VALUE_LEN;
 
