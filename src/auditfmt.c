@@ -324,11 +324,90 @@ adopt_seal(json_t *rec, json_t *from)
 	return 0;
 }
 
+/*
+ * Where a top-level member named "hash" goes in canon, a canonical
+ * object (members sorted by key bytes): before the first top-level key
+ * that sorts after it, else before the closing brace.  canon comes from
+ * jansson, so strings are well formed: a quote inside one is escaped.
+ */
+static size_t
+hash_place(const char *canon)
+{
+	size_t i, k;
+	int depth = 0, instr = 0, key;
+
+	for (i = 0; canon[i] != '\0'; i++) {
+		if (instr) {
+			if (canon[i] == '\\')
+				i++;
+			else if (canon[i] == '"')
+				instr = 0;
+			continue;
+		}
+		switch (canon[i]) {
+		case '"':
+			/* A key of the top level: right after '{' or ','. */
+			key = depth == 1 && (canon[i - 1] == '{' ||
+			    canon[i - 1] == ',');
+			if (key) {
+				size_t kl;
+				int cmp;
+
+				for (k = i + 1; canon[k] != '"'; k++)
+					if (canon[k] == '\\')
+						k++;
+				kl = k - i - 1;
+				cmp = memcmp(canon + i + 1, "hash", kl < 4 ? kl : 4);
+				if (cmp > 0 || (cmp == 0 && kl > 4))
+					return i;
+			}
+			instr = 1;
+			break;
+		case '{':
+		case '[':
+			depth++;
+			break;
+		case '}':
+		case ']':
+			if (--depth == 0)
+				return i;
+			break;
+		}
+	}
+	return i;
+}
+
+/* canon with "hash":"h" in its sorted place and a newline: malloc'd. */
+static char *
+splice_hash(const char *canon, const char *h, size_t *len)
+{
+	size_t n = strlen(canon), at = hash_place(canon), o;
+	int first = canon[at - 1] == '{', last = canon[at] == '}';
+	char *out;
+
+	/* "hash":"<64>" and a comma, and the newline */
+	if ((out = malloc(n + 8 + AUDIT_HASH_HEX + 2 + 2)) == NULL)
+		return NULL;
+	memcpy(out, canon, at);
+	o = at;
+	if (last && !first)
+		out[o++] = ',';
+	o += (size_t)sprintf(out + o, "\"hash\":\"%s\"", h);
+	if (!last)
+		out[o++] = ',';
+	memcpy(out + o, canon + at, n - at);
+	o += n - at;
+	out[o++] = '\n';
+	out[o] = '\0';
+	*len = o;
+	return out;
+}
+
 int
 auditfmt_seal(json_t *rec, uint64_t seq, const char *prev,
     char hash[AUDIT_HASH_HEX + 1], char **line, size_t *len)
 {
-	char h[AUDIT_HASH_HEX + 1], *canon = NULL, *full = NULL, *nl;
+	char h[AUDIT_HASH_HEX + 1], *canon = NULL, *full = NULL;
 	json_t *c = NULL;
 	size_t n;
 	int r = SL_ERR_INVALID;
@@ -352,25 +431,19 @@ auditfmt_seal(json_t *rec, uint64_t seq, const char *prev,
 	if ((canon = json_dumps(c, CANON_FLAGS)) == NULL)
 		goto out;
 	hash_hex(canon, strlen(canon), h);
+	/* The line is canon with "hash" in its sorted place: spliced in. */
 	if (json_object_set_new(c, "hash", json_string(h)) != 0 ||
-	    (full = json_dumps(c, CANON_FLAGS)) == NULL)
+	    (full = splice_hash(canon, h, &n)) == NULL)
 		goto out;
-	n = strlen(full);
 	r = SL_ERR_TOO_BIG;
-	if (n + 1 > AUDIT_LINE_MAX)
+	if (n > AUDIT_LINE_MAX)
 		goto out;
-	r = SL_ERR_NOMEM;
-	if ((nl = realloc(full, n + 2)) == NULL)
-		goto out;
-	full = nl;
-	full[n] = '\n';
-	full[n + 1] = '\0';
 	if ((r = adopt_seal(rec, c)) != 0)
 		goto out;
 	memcpy(hash, h, sizeof(h));
 	*line = full;
 	full = NULL;	/* transferred */
-	*len = n + 1;
+	*len = n;	/* the newline included */
  out:
 	free(full);
 	free(canon);
