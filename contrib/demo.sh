@@ -24,7 +24,8 @@
 #      new one
 #   5. the sandbox's policy narrowed live to deny-all: the request of step
 #      1 is refused now, with nothing restarted; then the sandbox is deleted
-# and the audit lines sluiced wrote.  Everything is torn down at the end.
+# and the audit lines sluiced wrote, and `sluicectl audit verify` checks
+# their hash chain and signed checkpoints.  Everything is torn down at the end.
 # Exit 0 only if everything behaved as expected.
 
 if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
@@ -246,6 +247,13 @@ if [[s["version"] for s in r["secrets"]] for r in inj] != [[1], [2]]:
     print("  !! injected request records %s" % inj)
     sys.exit(1)
 EOF
+
+say "The audit trail verifies (hash chain, signed checkpoints)"
+echo "  \$ sluicectl audit verify audit.jsonl --pub keys/signing.pub"
+"$SLUICECTL" audit verify "$RUN/audit.jsonl" --pub "$RUN/keys/signing.pub" 2>&1 |
+    sed 's/^/  /'
+"$SLUICECTL" audit verify "$RUN/audit.jsonl" --pub "$RUN/keys/signing.pub" \
+    >/dev/null 2>&1 || bad "the audit trail does not verify"
 
 echo
 if [ $ok = 1 ]; then
