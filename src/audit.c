@@ -9,6 +9,7 @@
 #include "autoconf.h"
 
 #include <sys/stat.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -168,8 +169,23 @@ line_valid(const char *line, size_t len, uint64_t *seq, char *hash)
  * (the record that will open this run).  Returns 0, 1 when the last line
  * does not verify (the caller moves the file aside), or SL_ERR_IO.
  */
+static int recover_any(struct audit *, json_t *, int);
+
 static int
 recover(struct audit *a, json_t *start)
+{
+	return recover_any(a, start, 0);
+}
+
+/* The same, read only (a rotated file): a torn tail is left as it is. */
+static int
+recover_ro(struct audit *a, json_t *start)
+{
+	return recover_any(a, start, 1);
+}
+
+static int
+recover_any(struct audit *a, json_t *start, int ro)
 {
 	struct stat sb;
 	off_t off, end;
@@ -197,7 +213,7 @@ recover(struct audit *a, json_t *start)
 	/* Bytes after the last newline are a line the crash cut short. */
 	nl = memrchr(buf, '\n', got);
 	torn = nl == NULL ? got : got - (size_t)(nl + 1 - buf);
-	if (torn > 0) {
+	if (torn > 0 && !ro) {
 		crypto_generichash(th, sizeof(th), (uint8_t *)buf + got - torn,
 		    torn, NULL, 0);
 		sodium_bin2hex(hex, sizeof(hex), th, sizeof(th));
@@ -210,7 +226,8 @@ recover(struct audit *a, json_t *start)
 		log_warnx("audit", "%s ended with %zu bytes of a torn record "
 		    "(a crash mid-write): cut off, and recorded", a->path,
 		    torn);
-	}
+	} else if (torn > 0)
+		a->size -= torn;	/* read only: counted as not there */
 	if (nl == NULL) {
 		r = off == 0 ? 0 : 1;	/* nothing whole, or a line too long */
 		goto out;
@@ -817,6 +834,77 @@ audit_free(struct audit *a)
 }
 
 /* Opens the file and finds where its chain ends; start gets the news. */
+/*
+ * The newest rotated file of the trail (PATH.TIME[.N], not .broken-*)
+ * into buf; 0, or -1 when there is none.
+ */
+static int
+newest_rotated(const struct audit *a, char *buf, size_t len)
+{
+	char dir[4096], best[512] = "";
+	const char *base;
+	struct dirent *de;
+	size_t bl;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s", a->path);
+	if ((base = strrchr(a->path, '/')) != NULL) {
+		dir[base - a->path] = '\0';
+		base++;
+	} else {
+		snprintf(dir, sizeof(dir), ".");
+		base = a->path;
+	}
+	bl = strlen(base);
+	if ((d = opendir(dir[0] != '\0' ? dir : "/")) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, base, bl) == 0 &&
+		    de->d_name[bl] == '.' && de->d_name[bl + 1] >= '0' &&
+		    de->d_name[bl + 1] <= '9' && strlen(de->d_name) < sizeof(best) &&
+		    strcmp(de->d_name, best) > 0)
+			snprintf(best, sizeof(best), "%s", de->d_name);
+	closedir(d);
+	if (best[0] == '\0' || (size_t)snprintf(buf, len, "%s/%s",
+	    dir[0] != '\0' ? dir : "", best) >= len)
+		return -1;
+	return 0;
+}
+
+/*
+ * A new, empty file whose trail was rotated before (or whose rotation a
+ * crash cut short): its chain goes on from the newest rotated file's last
+ * record, when that one verifies.
+ */
+static void
+continue_rotated(struct audit *a, json_t *start)
+{
+	struct audit r;
+	struct stat sb;
+	json_t *tmp;
+	char path[4096];
+
+	if (newest_rotated(a, path, sizeof(path)) != 0)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.path = path;
+	if ((r.fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return;
+	/* Read only: a torn tail of an old file is not cut here. */
+	if (fstat(r.fd, &sb) == 0 && sb.st_size > 0 &&
+	    (tmp = json_object()) != NULL) {
+		if (recover_ro(&r, tmp) == 0 && r.seq > 0) {
+			a->seq = r.seq;
+			memcpy(a->prev, r.prev, sizeof(a->prev));
+			a->since_cp = r.since_cp;
+			json_object_set_new(start, "continues_file", json_string(
+			    strrchr(path, '/') ? strrchr(path, '/') + 1 : path));
+		}
+		json_decref(tmp);
+	}
+	close(r.fd);
+}
+
 static int
 open_trail(struct audit *a, json_t *start, char *why, size_t why_len)
 {
@@ -855,6 +943,8 @@ open_trail(struct audit *a, json_t *start, char *why, size_t why_len)
 		    strerror(errno));
 		return r;
 	}
+	if (a->size == 0)
+		continue_rotated(a, start);
 	return 0;
 }
 

@@ -16,8 +16,12 @@
 #   chain_*   a clean run: the trail verifies, ends with a checkpoint, has
 #             one every 50 records; a restart continues the same chain
 #   tamper_*  the CLI names the first bad record of an edited copy
-#   rot_*     SIGUSR1 and `sluicectl audit rotate`: old and new files
-#             verify together; a file of another trail after them does not
+#   rot_*     SIGUSR1, `sluicectl audit rotate` and audit.max_size_mb: old
+#             and new files verify together; a file of another trail after
+#             them does not; a lost current file: the chain goes on from
+#             the newest rotated one
+#   cp_*      a checkpoint checkpoint_interval after records, idle or not
+#   tail_*    sluicectl audit tail: filters, --json, the daemon's file
 #   crash_*   SIGKILL under load (fsync always, then batch): the file
 #             verifies up to its torn tail, every request the upstream got
 #             with the credential has its record (batch: the records lost
@@ -328,9 +332,64 @@ rot_other_chain() {
 	verify "$WORK"/t2/audit.jsonl.* "$T1"
 	[ $? = 1 ] && grep -q 'prev' <<<"$out" || { why="a file of another trail verified: $out"; return 1; }
 }
+# by size: audit.max_size_mb 1 rotates under load; then the current file
+# is lost: the next start continues the chain from the newest rotated one
+T5=$WORK/t5/audit.jsonl
+rot_size() {
+	mkdir -p "$WORK/t5"
+	config "$T5" never "max_size_mb: 1" && start || return 1
+	out=$(load 2500 8 s1)
+	stop || return 1
+	[ "$(ls "$WORK/t5" | grep -c '^audit.jsonl\.')" -ge 1 ] ||
+	    { why="no file rotated by size: $(ls -l "$WORK/t5" | tr '\n' ' ')"; return 1; }
+	verify "$WORK"/t5/audit.jsonl.* "$T5" || { why="verify: $out"; return 1; }
+}
+rot_lost_current() {
+	rm -f "$T5"
+	config "$T5" batch && start || return 1
+	out=$(load 10 1 s2)
+	stop || return 1
+	jq -s -e 'map(select(.type == "start" and (.continues_file | type) == "string")) | length == 1' "$T5" >/dev/null ||
+	    { why="the new file does not continue the rotated one: $(head -c 300 "$T5")"; return 1; }
+	verify "$WORK"/t5/audit.jsonl.* "$T5" || { why="verify across the lost file: $out"; return 1; }
+}
+# a checkpoint comes checkpoint_interval after the last one, idle or not
+cp_interval() {
+	local t=$WORK/t6/audit.jsonl
+	mkdir -p "$WORK/t6"
+	config "$t" batch "checkpoint_interval: 1s" && start || return 1
+	out=$(load 5 1 i1)
+	sleep 2.5
+	jq -s -e 'map(select(.type == "checkpoint")) | length >= 1' "$t" >/dev/null ||
+	    { why="no checkpoint 2.5 s after records, with checkpoint_interval 1s"; return 1; }
+	stop || return 1
+	verify "$t" || { why="verify: $out"; return 1; }
+}
+# the readable view, filtered, from a file or from the daemon's own
+tail_cli() {
+	local o
+	o=$("$SLUICECTL" audit tail --file "$T1" -n 3 --type request 2>&1) ||
+	    { why="audit tail: $(short "$o")"; return 1; }
+	[ "$(grep -c ' request ' <<<"$o")" = 3 ] && [ "$(wc -l <<<"$o")" = 3 ] ||
+	    { why="audit tail -n 3 --type request: $(short "$o")"; return 1; }
+	grep -q 'inject' <<<"$o" && grep -q 'secrets=tok@1' <<<"$o" ||
+	    { why="the request lines: $(short "$o")"; return 1; }
+	o=$("$SLUICECTL" audit tail --file "$T1" -n 2 --json 2>&1)
+	jq -s -e 'length == 2 and all(.[]; .hash | length == 64)' <<<"$o" >/dev/null ||
+	    { why="audit tail --json: $(short "$o")"; return 1; }
+	config "$T1" batch && start || return 1
+	o=$("$SLUICECTL" --socket "$SOCK" audit tail -n 1 --type start 2>&1)
+	stop || return 1
+	grep -q ' start ' <<<"$o" || { why="audit tail through the daemon: $(short "$o")"; return 1; }
+}
+
 check rot_signal rot_signal
 check rot_verify rot_verify
 check rot_other_chain rot_other_chain
+check rot_size rot_size
+check rot_lost_current rot_lost_current
+check cp_interval cp_interval
+check tail_cli tail_cli
 
 # ================================================================ crash
 
