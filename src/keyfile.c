@@ -6,8 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <string.h>
 #include <unistd.h>
 
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <sodium.h>
 
 #include "err.h"
@@ -147,3 +152,33 @@ keyfile_no_passphrase(char *buf, int size, int rwflag, void *u)
 	return -1;
 }
 
+
+int
+keyfile_pem(const uint8_t *pem, size_t len, int private, EVP_PKEY **out,
+    const char **why)
+{
+	EVP_PKEY *pkey;
+	BIO *bio;
+
+	if ((bio = BIO_new_mem_buf(pem, (int)len)) == NULL) {
+		*why = "out of memory";
+		return SL_ERR_NOMEM;
+	}
+	if (private)
+		pkey = PEM_read_bio_PrivateKey(bio, NULL, keyfile_no_passphrase, NULL);
+	else
+		pkey = PEM_read_bio_PUBKEY(bio, NULL, keyfile_no_passphrase, NULL);
+	BIO_free(bio);
+	ERR_clear_error();
+	if (pkey == NULL) {
+		if (private)
+			*why = "not a PEM private key (or an encrypted one)";
+		else if (strstr((const char *)pem, "PRIVATE KEY") != NULL)
+			*why = "a private key: give the public one";
+		else
+			*why = "not a PEM public key";
+		return SL_ERR_INVALID;
+	}
+	*out = pkey;
+	return 0;
+}

@@ -32,6 +32,17 @@ void	 secmem_free(void *p);
 int	keyfile_read(const char *path, int secret, uint8_t **buf, size_t *len,
 	    const char **why);
 
+typedef struct evp_pkey_st EVP_PKEY;
+
+/*
+ * Decodes a PEM key, private (PKCS#8 or SEC1; never encrypted) or public
+ * (SubjectPublicKeyInfo), of any algorithm: the caller checks which.
+ * SL_ERR_INVALID (a private key given as public is named as such) or
+ * SL_ERR_NOMEM, with *why.
+ */
+int	keyfile_pem(const uint8_t *pem, size_t len, int private, EVP_PKEY **out,
+	    const char **why);
+
 /* An OpenSSL passphrase callback that never gives one: no encrypted keys. */
 int	keyfile_no_passphrase(char *buf, int size, int rwflag, void *u);
 

@@ -87,28 +87,10 @@ pem_p256(const uint8_t *pem, size_t len, int private, EVP_PKEY **out,
     const char **why)
 {
 	EVP_PKEY *pkey;
-	BIO *bio;
 	int r;
 
-	if ((bio = BIO_new_mem_buf(pem, (int)len)) == NULL) {
-		*why = "out of memory";
-		return SL_ERR_NOMEM;
-	}
-	if (private)
-		pkey = PEM_read_bio_PrivateKey(bio, NULL, keyfile_no_passphrase, NULL);
-	else
-		pkey = PEM_read_bio_PUBKEY(bio, NULL, keyfile_no_passphrase, NULL);
-	BIO_free(bio);
-	ERR_clear_error();
-	if (pkey == NULL) {
-		if (private)
-			*why = "not a PEM private key (or an encrypted one)";
-		else if (strstr((const char *)pem, "PRIVATE KEY") != NULL)
-			*why = "a private key: give the public one";
-		else
-			*why = "not a PEM public key";
-		return SL_ERR_INVALID;
-	}
+	if ((r = keyfile_pem(pem, len, private, &pkey, why)) != 0)
+		return r;
 	if (!is_p256(pkey)) {
 		EVP_PKEY_free(pkey);
 		*why = "not an ECDSA P-256 key";
