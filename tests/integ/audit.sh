@@ -396,11 +396,17 @@ check tail_cli tail_cli
 # crash FSYNC TRAIL PREFIX: load, SIGKILL under way; the upstream's and
 # the trail's view kept for the checks
 crash() {
-	local lp
+	local lp i
 	config "$2" "$1" && start || return 1
 	load 100000 8 "$3" >"$WORK/$3.load" 2>&1 &
 	lp=$!
-	sleep 3
+	# under way: 60 requests through (a slow disk under fsync always
+	# takes longer), then the kill
+	for i in $(seq 200); do
+		sleep 0.1
+		[ "$(up_injected | grep -c "^/inj/$3-")" -ge 60 ] && break
+	done
+	sleep 0.3
 	kill -KILL "$SL_PID"
 	wait "$lp"
 	SL_PID=""
