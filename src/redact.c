@@ -63,7 +63,6 @@ struct redactor {
 	size_t		 nstart;	/* such bytes */
 	uint8_t		 pair[8192];	/* bit c0 << 8 | c1: c0 c1 begins one */
 	uint32_t	 cur;		/* held back: the bytes of this state */
-	uint8_t		 digest[32];	/* of the patterns built from */
 	uint64_t	 count;
 	enum rd_mode	 mode;
 };
@@ -205,24 +204,6 @@ redact_forms(const uint8_t *value, size_t len, uint8_t *store,
 
 /* ---- the automaton ------------------------------------------------------- */
 
-/* A digest of the patterns' lengths and bytes, to know them again. */
-static void
-pats_digest(const struct redact_pat *pats, size_t n, uint8_t *out)
-{
-	crypto_generichash_state h;
-	uint64_t len;
-	size_t k;
-
-	crypto_generichash_init(&h, NULL, 0, 32);
-	for (k = 0; k < n; k++) {
-		len = pats[k].len;
-		crypto_generichash_update(&h, (const uint8_t *)&len, sizeof(len));
-		crypto_generichash_update(&h, pats[k].p, pats[k].len);
-	}
-	crypto_generichash_final(&h, out, 32);
-	sodium_memzero(&h, sizeof(h));
-}
-
 /* Forgets the automaton and the stream: both are made of secrets. */
 static void
 wipe(struct redactor *r)
@@ -235,7 +216,6 @@ wipe(struct redactor *r)
 	sodium_memzero(r->root, sizeof(r->root));
 	sodium_memzero(r->start, sizeof(r->start));
 	sodium_memzero(r->pair, sizeof(r->pair));
-	sodium_memzero(r->digest, sizeof(r->digest));
 	r->npats = r->nst = r->nroot = r->nstart = 0;
 	r->cur = 0;
 }
@@ -379,25 +359,6 @@ redactor_reset(struct redactor *r, const struct redact_pat *pats, size_t n)
 	size_t need = 1, k;
 	int rv;
 
-	uint8_t digest[sizeof(r->digest)];
-
-	/*
-	 * The same patterns as the automaton has (a connection's answers to
-	 * requests that got the same secret versions): a new stream only.
-	 * Their bytes are compared too, by digest: freed memory can come
-	 * back at the same address with other bytes.
-	 */
-	if (r->mode != RD_UNSET && n > 0 && n == r->npats &&
-	    memcmp(pats, r->pats, n * sizeof(*pats)) == 0) {
-		pats_digest(pats, n, digest);
-		if (sodium_memcmp(digest, r->digest, sizeof(digest)) == 0) {
-			sodium_memzero(digest, sizeof(digest));
-			r->cur = 0;
-			r->count = 0;
-			r->mode = RD_READY;
-			return 0;
-		}
-	}
 	wipe(r);
 	r->count = 0;
 	r->mode = RD_UNSET;
@@ -423,7 +384,6 @@ redactor_reset(struct redactor *r, const struct redact_pat *pats, size_t n)
 	for (k = 0; k < n; k++)
 		insert(r, k);
 	link_failures(r);
-	pats_digest(pats, n, r->digest);
 	r->mode = RD_READY;
 	return 0;
 }

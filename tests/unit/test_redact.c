@@ -542,9 +542,9 @@ t_held_bound(void **st)
 }
 
 /*
- * A reset with the patterns it already has starts a new stream on the same
- * automaton; the same pointers holding other bytes (memory freed and
- * taken again) build a new one: the new value is redacted, the old not.
+ * Each reset builds from the bytes the patterns hold then: the same
+ * pointers holding other bytes (memory freed and taken again) redact the
+ * new value, not the old, and the count starts again.
  */
 static void
 t_reset_same_patterns(void **st)
