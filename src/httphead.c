@@ -1,7 +1,7 @@
 /*
  * httphead.c: HTTP/1.x messages parsed strictly, as a stream over llhttp
- * that requests and responses (httpresp.c) share, and the stream of
- * requests from a client.
+ * that requests and responses (httpresp.c) share, the stream of requests
+ * from a client, and which of their headers speak for a gateway.
  */
 #include "autoconf.h"
 
@@ -475,4 +475,30 @@ http_reqs_upgrade_refused(struct http_reqs *s)
 	s->hs.phase = s->head.keep_alive ? P_HEAD : P_CLOSED;
 	s->hs.fresh = 1;
 	return 0;
+}
+
+/* ---- headers that speak for a gateway ----------------------------------- */
+
+enum http_claim
+http_header_claim(const char *name, size_t len)
+{
+	static const char *const route[] = { "forwarded", "x-original-url",
+	    "x-rewrite-url", "x-real-ip", "x-client-ip", "true-client-ip",
+	    NULL };
+	static const char *const route_prefix[] = { "x-forwarded-",
+	    "x-envoy-", "sluice-", NULL };
+	static const char *const method[] = { "x-http-method-override",
+	    "x-http-method", "x-method-override", NULL };
+	size_t i;
+
+	for (i = 0; method[i] != NULL; i++)
+		if (ascii_eq(name, len, method[i]))
+			return HTTP_CLAIM_METHOD;
+	for (i = 0; route[i] != NULL; i++)
+		if (ascii_eq(name, len, route[i]))
+			return HTTP_CLAIM_ROUTE;
+	for (i = 0; route_prefix[i] != NULL; i++)
+		if (ascii_prefix(name, len, route_prefix[i]))
+			return HTTP_CLAIM_ROUTE;
+	return HTTP_CLAIM_NONE;
 }

@@ -128,6 +128,27 @@ const struct http_header *http_head_get(const struct http_head *h,
 	    const char *name);
 
 /*
+ * What a request header claims on behalf of a gateway in front of the
+ * origin, judged by its name name[0..len) ignoring ASCII case:
+ *   HTTP_CLAIM_METHOD: X-HTTP-Method-Override, X-HTTP-Method,
+ *     X-Method-Override (the method the origin should act as);
+ *   HTTP_CLAIM_ROUTE: Forwarded, any X-Forwarded-*, X-Original-URL,
+ *     X-Rewrite-URL, X-Real-IP, X-Client-IP, True-Client-IP, any
+ *     X-Envoy-* and any Sluice-* (who the client is, where the request
+ *     went, what URL it named);
+ *   HTTP_CLAIM_NONE: anything else.
+ * A sandbox must not make these claims to a broker that trusts sluice
+ * to make them.  Prefixes include their dash: "X-Forwarded-" is one,
+ * "X-ForwardedFor" and "SluiceX" are not.  Pure; any thread.
+ */
+enum http_claim {
+	HTTP_CLAIM_NONE,
+	HTTP_CLAIM_ROUTE,
+	HTTP_CLAIM_METHOD,
+};
+enum http_claim http_header_claim(const char *name, size_t len);
+
+/*
  * Writes the head for an origin server: request line in origin-form (for
  * absolute-form requests; other targets as received), every header as
  * received (name, ": ", trimmed value) but the Proxy-* headers, and the

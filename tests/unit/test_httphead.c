@@ -1096,6 +1096,68 @@ t_serialize(void **state)
 	http_reqs_free(s);
 }
 
+/* ---- headers that speak for a gateway ---------------------------------- */
+
+static enum http_claim
+claim(const char *name)
+{
+	return http_header_claim(name, strlen(name));
+}
+
+static void
+t_header_claim(void **state)
+{
+	static const char *const route[] = { "Forwarded", "forwarded",
+	    "FORWARDED", "X-Forwarded-For", "x-forwarded-host",
+	    "X-FORWARDED-PROTO", "X-Forwarded-Port", "X-Forwarded-Server",
+	    "X-Forwarded-Prefix", "X-Forwarded-Uri", "x-forwarded-scheme",
+	    "X-Forwarded-SSL", "X-Forwarded-", "X-Original-URL",
+	    "x-original-url", "X-Rewrite-URL", "X-REWRITE-URL", "X-Real-IP",
+	    "x-real-ip", "X-Client-IP", "True-Client-IP", "true-client-ip",
+	    "X-Envoy-Original-Path", "x-envoy-external-address", "X-Envoy-",
+	    "Sluice-Identity", "sluice-identity", "Sluice-Foo", "SLUICE-",
+	    NULL };
+	static const char *const method[] = { "X-HTTP-Method-Override",
+	    "x-http-method-override", "X-Http-Method", "X-HTTP-METHOD",
+	    "X-Method-Override", "x-method-override", NULL };
+	static const char *const none[] = { "", "x", "Host", "Accept",
+	    "Authorization", "X-Forwarded", "x-forwardedfor", "X-ForwardedFor",
+	    "xforwarded-for", "X_Forwarded_For", "Xforwarded-", "Forward",
+	    "Forwarded-For", "Forwardedx", "X-Forwarde-For", "sluice",
+	    "sluicex", "SluiceX-Foo", "X-Sluice-Identity", "X-Envoy",
+	    "X-Envoyx-A", "envoy-a", "X-Original-URLs", "X-Original-UR",
+	    "X-Real-IPv6", "X-Client-IPs", "Client-IP", "X-Rewrite",
+	    "X-HTTP-Method-Overrides", "X-HTTP-Methods", "X-HTTP-Method-",
+	    "X-Method", "X-Method-Override-X", "HTTP-Method-Override",
+	    "X-Request-Id", NULL };
+	size_t i;
+
+	(void)state;
+	for (i = 0; route[i] != NULL; i++) {
+		if (claim(route[i]) != HTTP_CLAIM_ROUTE)
+			print_message("'%s': not a route claim\n", route[i]);
+		assert_int_equal(claim(route[i]), HTTP_CLAIM_ROUTE);
+	}
+	for (i = 0; method[i] != NULL; i++) {
+		if (claim(method[i]) != HTTP_CLAIM_METHOD)
+			print_message("'%s': not a method claim\n", method[i]);
+		assert_int_equal(claim(method[i]), HTTP_CLAIM_METHOD);
+	}
+	for (i = 0; none[i] != NULL; i++) {
+		if (claim(none[i]) != HTTP_CLAIM_NONE)
+			print_message("'%s': a claim\n", none[i]);
+		assert_int_equal(claim(none[i]), HTTP_CLAIM_NONE);
+	}
+	/* The length decides, not a NUL: a prefix of a longer buffer. */
+	assert_int_equal(http_header_claim("X-Real-IPv6", 9),
+	    HTTP_CLAIM_ROUTE);
+	assert_int_equal(http_header_claim("X-Forwarded-For", 11),
+	    HTTP_CLAIM_NONE);
+	assert_int_equal(http_header_claim("X-Forwarded-For", 12),
+	    HTTP_CLAIM_ROUTE);
+	assert_int_equal(http_header_claim("sluice-", 6), HTTP_CLAIM_NONE);
+}
+
 int
 main(void)
 {
@@ -1121,6 +1183,7 @@ main(void)
 		cmocka_unit_test(t_header_count),
 		cmocka_unit_test(t_target_length),
 		cmocka_unit_test(t_serialize),
+		cmocka_unit_test(t_header_claim),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
