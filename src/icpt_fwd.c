@@ -5,8 +5,10 @@
  *
  *   <method> <the rule's path prefix><target> HTTP/1.1
  *   Host: <proxy>
- *   ... the request's headers, less hop-by-hop ones and any Forwarded,
- *       X-Forwarded-* or Sluice-Identity the sandbox sent ...
+ *   ... the request's headers, less hop-by-hop ones and any the sandbox
+ *       sent that speak for a gateway (http_header_claim(): Forwarded,
+ *       X-Forwarded-*, X-Original-URL, X-Real-IP, X-Envoy-*, the method
+ *       overrides, Sluice-*, ...) ...
  *   Forwarded: host="<host>[:<port>]";proto=https
  *   Sluice-Identity: <token>
  *
@@ -61,9 +63,24 @@ struct icpt_fwd {
 	char		 method[24];
 };
 
-static const char *const fwd_drop[] = { "forwarded", "sluice-identity",
-	"x-forwarded-for", "x-forwarded-host", "x-forwarded-proto",
-	"x-forwarded-port" };
+/*
+ * The names, as received, of h's headers that claim what only sluice may
+ * tell the proxy: who sent the request, where to and with which method
+ * (http_header_claim()).  The proxy routes and authorises by them, so
+ * none of the sandbox's reaches it; sluice's own Forwarded and
+ * Sluice-Identity come after.  drop has room for HTTP_MAX_HEADERS.
+ */
+static size_t
+fwd_drop(const struct http_head *h, const char **drop)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < h->nheaders && n < HTTP_MAX_HEADERS; i++)
+		if (http_header_claim(h->headers[i].name,
+		    h->headers[i].name_len) != HTTP_CLAIM_NONE)
+			drop[n++] = h->headers[i].name;
+	return n;
+}
 
 void
 icpt_fwd_free(struct icpt_fwd *f)
@@ -213,6 +230,8 @@ icpt_fwd_head(struct icpt *ic, const struct http_head *h,
 	struct icpt_fwd *f = NULL;
 	char fhost[NAME_BUFSZ + 16], forwarded[NAME_BUFSZ + 48];
 	char ptarget[2 * HTTP_MAX_TARGET + 256], tok[JWT_MAX], *head = NULL;
+	const char *drop[HTTP_MAX_HEADERS];
+	size_t ndrop;
 	long n, tlen = 0;
 	int r = -1;
 
@@ -234,9 +253,10 @@ icpt_fwd_head(struct icpt *ic, const struct http_head *h,
 	}
 	add[0].name = "forwarded";
 	add[0].value = forwarded;
+	ndrop = fwd_drop(h, drop);
 	n = http_head_serialize_upstream(h, ptarget, rule->forward_host,
-	    rule->forward_port, 0, fwd_drop, sizeof(fwd_drop) /
-	    sizeof(fwd_drop[0]), add, 1, head, FWD_HEAD_MAX - JWT_MAX - 32);
+	    rule->forward_port, 0, drop, ndrop, add, 1, head,
+	    FWD_HEAD_MAX - JWT_MAX - 32);
 	if (n < 2) {
 		icpt_refuse(ic, 400, "refused", "header-too-large", NULL, 1);
 		goto out;
