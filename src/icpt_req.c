@@ -100,7 +100,7 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 	const struct intercept_rule *rule;
 	struct http_request_view rq;
 	const char *t = h->absolute_form ? h->origin_target : h->target;
-	const char *query = NULL, *why = NULL;
+	const char *query = NULL, *why = NULL, *refusal;
 	size_t tlen = h->absolute_form ? strlen(h->origin_target) :
 	    h->target_len, plen = 0, qlen = 0;
 	char path[ICPT_PATH_MAX];
@@ -144,6 +144,11 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 		return NULL;
 	}
 	snprintf(ic->cur.rule, sizeof(ic->cur.rule), "%s", rule->label);
+	if ((refusal = policy_request_refusal(rule, &rq)) != NULL) {
+		icpt_refuse(ic, 403, "denied", refusal, "sluice: this rule "
+		    "does not let a request override its method", ka_close);
+		return NULL;
+	}
 	switch (rule->action) {
 	case ICPT_PASS:
 		break;
@@ -437,7 +442,8 @@ icpt_pump_requests(struct icpt *ic)
 	 * With no bytes left, one more feed while a request is open: a
 	 * bodiless request's END comes without a byte.
 	 */
-	while (!ic->hold && ((len = evbuffer_get_length(in)) > 0 ||
+	while (!ic->hold && ic->phase == IC_REQUESTS &&
+	    ((len = evbuffer_get_length(in)) > 0 ||
 	    ic->body != BODY_NONE || ic->expect_tunnel)) {
 		if (ic->up != NULL && icpt_up_queued(ic) > ICPT_HIGH)
 			return;		/* up_write_cb resumes */

@@ -59,6 +59,9 @@ struct intercept_rule {
 	int		 forward_body_hash;	/* the token carries the body's hash */
 	char		*upstream_ca;	/* NULL: config's upstream_ca */
 	char		**pins;		size_t npins;	/* base64 SPKI SHA-256 */
+	int		 allow_method_override;	/* pass, inject: a request may
+					 * carry X-HTTP-Method-Override and
+					 * the like (policy_request_refusal) */
 	unsigned	 line;
 };
 
@@ -216,6 +219,18 @@ struct http_request_view {
  * immutable policy.  rq->host and rq->path must not be NULL.
  */
 const struct intercept_rule *policy_match_request(const struct policy *p,
+	    const struct http_request_view *rq);
+
+/*
+ * Why the rule r that matched rq still refuses it, or NULL.  A pass or
+ * inject rule without allow_method_override refuses a request with any
+ * method-override header (http_header_claim() says HTTP_CLAIM_METHOD):
+ * "method-override".  The origin would act on another method than the
+ * one the rule judged, so its value is not looked at, not even when it
+ * names the request's own method.  Forward rules drop such headers
+ * instead; deny rules refuse anyway.  Static reason; no allocation.
+ */
+const char *policy_request_refusal(const struct intercept_rule *r,
 	    const struct http_request_view *rq);
 
 /*

@@ -637,12 +637,38 @@ parse_upstream(struct ycheck *x, const struct ynode *m,
 	}
 }
 
+/*
+ * allow_method_override: true lets a pass or inject rule's requests carry
+ * X-HTTP-Method-Override and the like (policy_request_refusal()).  Forward
+ * rules drop those headers and deny rules refuse anyway, so there "true"
+ * would promise what it cannot do.  After the action is parsed.
+ */
+static void
+parse_allow_override(struct ycheck *x, const struct ynode *n,
+    struct intercept_rule *r)
+{
+	if (!ycheck_string(x, n, "allow_method_override"))
+		return;
+	if (strcmp(n->scalar, "true") == 0)
+		r->allow_method_override = 1;
+	else if (strcmp(n->scalar, "false") != 0) {
+		ycheck_err(x, n->line, n->col, "'allow_method_override' must "
+		    "be true or false");
+		return;
+	}
+	if (r->allow_method_override && (r->action == ICPT_FORWARD ||
+	    r->action == ICPT_DENY))
+		ycheck_err(x, n->line, n->col, "'allow_method_override' is for "
+		    "pass and inject rules (a forward rule drops method "
+		    "overrides, a deny rule refuses)");
+}
+
 static void
 parse_intercept_rule(struct ycheck *x, const struct ynode *m,
     struct intercept_rule *r)
 {
 	static const char *const keys[] = { "name", "match", "inject",
-	    "forward", "action", "upstream", NULL };
+	    "forward", "action", "upstream", "allow_method_override", NULL };
 	const struct ynode *n, *inj, *fwd, *act;
 	char e[80];
 
@@ -690,6 +716,8 @@ parse_intercept_rule(struct ycheck *x, const struct ynode *m,
 	}
 	if ((n = ynode_get(m, "upstream")) != NULL)
 		parse_upstream(x, n, r);
+	if ((n = ynode_get(m, "allow_method_override")) != NULL)
+		parse_allow_override(x, n, r);
 }
 
 /* Rule names are unique within a policy (sorted, not n squared). */

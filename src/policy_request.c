@@ -1,7 +1,8 @@
 /*
- * policy_request.c: which intercept rule judges a request.  Globs are
- * matched greedily, backtracking only to the last star, so no glob costs
- * more than the product of its length and the text's; nothing allocates.
+ * policy_request.c: which intercept rule judges a request, and what the
+ * rule still refuses.  Globs are matched greedily, backtracking only to
+ * the last star, so no glob costs more than the product of its length and
+ * the text's; nothing allocates.
  */
 #include "autoconf.h"
 
@@ -281,5 +282,21 @@ policy_match_request(const struct policy *p,
 	for (i = 0; i < p->nintercepts; i++)
 		if (rule_match(&p->intercepts[i], rq, path_len))
 			return &p->intercepts[i];
+	return NULL;
+}
+
+const char *
+policy_request_refusal(const struct intercept_rule *r,
+    const struct http_request_view *rq)
+{
+	size_t i;
+
+	if ((r->action != ICPT_PASS && r->action != ICPT_INJECT) ||
+	    r->allow_method_override)
+		return NULL;
+	for (i = 0; i < rq->nheaders; i++)
+		if (http_header_claim(rq->headers[i].name,
+		    rq->headers[i].name_len) == HTTP_CLAIM_METHOD)
+			return "method-override";
 	return NULL;
 }

@@ -564,6 +564,66 @@ test_paths_ok(void **state)
 }
 
 static void
+test_allow_method_override(void **state)
+{
+	struct policy *p;
+
+	(void)state;
+	p = parse_ok("name: p\nintercept:\n"
+	    "  - name: a\n    match: {host: a.example}\n    action: pass\n"
+	    "    allow_method_override: true\n"
+	    "  - name: b\n    match: {host: b.example}\n    action: pass\n"
+	    "    allow_method_override: false\n"
+	    "  - name: c\n    match: {host: c.example}\n    action: pass\n"
+	    "  - name: d\n    match: {host: d.example}\n"
+	    "    inject: {remove: [cookie]}\n    allow_method_override: true\n"
+	    "  - name: e\n    match: {host: e.example}\n"
+	    "    forward: {to: \"https://proxy.example\"}\n"
+	    "    allow_method_override: false\n");
+	assert_int_equal(p->nintercepts, 5);
+	assert_true(p->intercepts[0].allow_method_override);
+	assert_false(p->intercepts[1].allow_method_override);
+	assert_false(p->intercepts[2].allow_method_override);
+	assert_true(p->intercepts[3].allow_method_override);
+	assert_int_equal(p->intercepts[3].action, ICPT_INJECT);
+	assert_false(p->intercepts[4].allow_method_override);
+	policy_free(p);
+
+	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
+	    "    allow_method_override: yes\n"),
+	    "p.yaml:6:28: 'allow_method_override' must be true or false");
+	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
+	    "    allow_method_override: 1\n"),
+	    "p.yaml:6:28: 'allow_method_override' must be true or false");
+	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
+	    "    allow_method_override: True\n"),
+	    "'allow_method_override' must be true or false");
+	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
+	    "    allow_method_override: [true]\n"),
+	    "p.yaml:6:28: 'allow_method_override'");
+	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
+	    "    allow_method_override: {a: true}\n"),
+	    "p.yaml:6:28: 'allow_method_override'");
+	/* A forward rule drops the headers, a deny rule refuses anyway. */
+	expect_error(RULE("    match: {host: a.example}\n"
+	    "    forward: {to: \"https://proxy.example\"}\n"
+	    "    allow_method_override: true\n"),
+	    "p.yaml:6:28: 'allow_method_override' is for pass and inject "
+	    "rules");
+	expect_error(RULE("    match: {host: a.example}\n    action: deny\n"
+	    "    allow_method_override: true\n"),
+	    "p.yaml:6:28: 'allow_method_override' is for pass and inject "
+	    "rules");
+	/* It belongs to the rule, not to its match. */
+	expect_error(RULE("    match: {host: a.example, "
+	    "allow_method_override: true}\n    action: pass\n"),
+	    "unknown key 'allow_method_override' in match");
+	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
+	    "    allow_method_overrides: true\n"),
+	    "p.yaml:6:5: unknown key 'allow_method_overrides' in intercept");
+}
+
+static void
 test_forward_upstream(void **state)
 {
 	struct policy *p;
@@ -1223,6 +1283,7 @@ main(void)
 		cmocka_unit_test(test_templates_ok),
 		cmocka_unit_test(test_paths_ok),
 		cmocka_unit_test(test_forward_upstream),
+		cmocka_unit_test(test_allow_method_override),
 		cmocka_unit_test(test_every_error_reported),
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_names),

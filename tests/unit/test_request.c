@@ -663,6 +663,101 @@ test_bare_rule_and_empty_policy(void **state)
 	policy_free(p);
 }
 
+/*
+ * What the rule that judges a request still refuses: "ok", the reason,
+ * or "-" when no rule matches.  hdrs as for judge().
+ */
+static const char *
+refusal(const struct policy *p, const char *host, const char *const *hdrs)
+{
+	struct http_header h[16];
+	struct http_request_view rq;
+	const struct intercept_rule *r;
+	const char *colon, *why;
+	size_t n = 0;
+
+	memset(&rq, 0, sizeof(rq));
+	for (; hdrs != NULL && hdrs[n] != NULL; n++) {
+		assert_true(n < 16);
+		assert_non_null(colon = strchr(hdrs[n], ':'));
+		h[n].name = hdrs[n];
+		h[n].name_len = (size_t)(colon - hdrs[n]);
+		h[n].value = colon + 1 + strspn(colon + 1, " ");
+		h[n].value_len = strlen(h[n].value);
+	}
+	rq.method = "GET";
+	rq.host = host;
+	rq.path = "/";
+	rq.headers = h;
+	rq.nheaders = n;
+	if ((r = policy_match_request(p, &rq)) == NULL)
+		return "-";
+	why = policy_request_refusal(r, &rq);
+	return why != NULL ? why : "ok";
+}
+
+/* Method overrides: refused on pass and inject rules unless allowed. */
+static void
+test_method_override(void **state)
+{
+	static const char *const names[] = { "X-HTTP-Method-Override",
+	    "x-http-method-override", "X-HTTP-Method", "X-METHOD-OVERRIDE",
+	    NULL };
+	struct policy *p;
+	char hdr[64];
+	size_t i;
+
+	(void)state;
+	p = parse_policy("name: p\nintercept:\n"
+	    "  - name: pass\n    match: {host: pass.example}\n"
+	    "    action: pass\n"
+	    "  - name: inject\n    match: {host: inject.example}\n"
+	    "    inject: {set: {authorization: \"Bearer {{secret:t}}\"}}\n"
+	    "  - name: allowed\n    match: {host: allowed.example}\n"
+	    "    action: pass\n    allow_method_override: true\n"
+	    "  - name: allowed-inject\n    match: {host: ai.example}\n"
+	    "    inject: {remove: [cookie]}\n    allow_method_override: true\n"
+	    "  - name: off\n    match: {host: off.example}\n"
+	    "    action: pass\n    allow_method_override: false\n"
+	    "  - name: fwd\n    match: {host: fwd.example}\n"
+	    "    forward: {to: \"https://proxy.example\"}\n"
+	    "  - name: deny\n    match: {host: deny.example}\n"
+	    "    action: deny\n");
+	for (i = 0; names[i] != NULL; i++) {
+		snprintf(hdr, sizeof(hdr), "%s: POST", names[i]);
+		assert_string_equal(refusal(p, "pass.example",
+		    HDRS("Accept: */*", hdr)), "method-override");
+		assert_string_equal(refusal(p, "inject.example", HDRS(hdr)),
+		    "method-override");
+		assert_string_equal(refusal(p, "off.example", HDRS(hdr)),
+		    "method-override");
+		assert_string_equal(refusal(p, "allowed.example", HDRS(hdr)),
+		    "ok");
+		assert_string_equal(refusal(p, "ai.example", HDRS(hdr)), "ok");
+		/* Forward rules drop them; deny rules deny whatever. */
+		assert_string_equal(refusal(p, "fwd.example", HDRS(hdr)), "ok");
+		assert_string_equal(refusal(p, "deny.example", HDRS(hdr)), "ok");
+	}
+	/* Whatever the value, the request's own method or none at all. */
+	assert_string_equal(refusal(p, "pass.example",
+	    HDRS("X-HTTP-Method-Override: GET")), "method-override");
+	assert_string_equal(refusal(p, "pass.example",
+	    HDRS("X-HTTP-Method-Override: ")), "method-override");
+	/* After other headers, and among repeated ones. */
+	assert_string_equal(refusal(p, "pass.example", HDRS("A: 1", "B: 2",
+	    "C: 3", "x-method-override: DELETE", "D: 4")), "method-override");
+	/* Nothing else is refused, routing claims included (pass keeps them). */
+	assert_string_equal(refusal(p, "pass.example", NULL), "ok");
+	assert_string_equal(refusal(p, "pass.example",
+	    HDRS("X-Forwarded-For: 1.2.3.4", "X-Original-URL: /admin",
+	    "X-HTTP-Method-Overrides: POST", "X-Method: POST")), "ok");
+	assert_string_equal(refusal(p, "inject.example",
+	    HDRS("Accept: */*")), "ok");
+	assert_string_equal(refusal(p, "other.example",
+	    HDRS("X-HTTP-Method-Override: POST")), "-");
+	policy_free(p);
+}
+
 /* From the wire: an absolute-form request is judged by its origin form. */
 static void
 test_from_stream(void **state)
@@ -722,6 +817,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_headers,
 		    setup_policy, teardown_policy),
 		cmocka_unit_test(test_bare_rule_and_empty_policy),
+		cmocka_unit_test(test_method_override),
 		cmocka_unit_test_setup_teardown(test_from_stream,
 		    setup_policy, teardown_policy),
 	};
