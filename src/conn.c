@@ -148,8 +148,7 @@ conn_observe_verdict(struct conn *c)
 	mhist_observe(&c->w->metrics.decision, now - c->judging_us);
 }
 
-/* Takes the worker's current snapshot for a decision about to be made. */
-static void
+void
 conn_take_state(struct conn *c)
 {
 	struct sl_addr src;
@@ -277,24 +276,32 @@ conn_decide_named(struct conn *c)
  * c->name (may be "") are set; the result is a refusal, a connect, or a
  * name-to-address check first.
  */
-void
-conn_decided(struct conn *c)
+int
+conn_dest_refused(struct conn *c)
 {
 	struct sl_addr dst;
 
-	if (c->judging_us == 0)
-		c->judging_us = mono_us();
-	conn_take_state(c);
 	addr_canonical(&c->dst, &dst);
 	if (state_is_own_addr(c->st, &dst)) {
 		conn_deny(c, "forbidden-address", NULL);
-		return;
+		return 1;
 	}
 	policy_check_dest(c->pol, &c->dst, c->dst_port, &c->dec);
 	if (c->dec.verdict == VERDICT_DENY) {
 		conn_deny(c, c->dec.reason, c->dec.rule);
-		return;
+		return 1;
 	}
+	return 0;
+}
+
+void
+conn_decided(struct conn *c)
+{
+	if (c->judging_us == 0)
+		c->judging_us = mono_us();
+	conn_take_state(c);
+	if (conn_dest_refused(c))
+		return;
 	if (c->tunnel && c->name[0] != '\0' && !c->authority_is_ip &&
 	    strcmp(c->name, c->authority) != 0) {
 		conn_deny(c, "identity-mismatch", NULL);
@@ -837,6 +844,7 @@ conn_free_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
+	icpt_free(c->icpt);	/* closes the sandbox's socket */
 	free(c);
 }
 
@@ -851,8 +859,7 @@ conn_close(struct conn *c, const char *reason)
 		reason = c->close_reason;
 	if (c->icpt != NULL) {
 		icpt_bytes(c->icpt, &c->down.bytes, &c->up.bytes);
-		icpt_free(c->icpt);	/* closes the sandbox's socket */
-		c->icpt = NULL;
+		icpt_close(c->icpt);	/* freed with c, next turn */
 	}
 	conn_audit(c, reason);
 	log_debug("conn", "%p closed: %s", (void *)c, reason);

@@ -127,6 +127,14 @@ void	conn_arm_timer(struct conn *c, unsigned ms);
 void	conn_step(struct conn *c);
 void	conn_deny(struct conn *c, const char *reason, const char *rule);
 void	conn_decided(struct conn *c);
+/*
+ * Step 2 for c->dst, the address alone (the gateway's own addresses,
+ * forbidden ones, egress.deny CIDRs): 1 after refusing c, else 0 with
+ * c->dec CONTINUE.
+ */
+int	conn_dest_refused(struct conn *c);
+/* Takes the worker's current snapshot for a decision about to be made. */
+void	conn_take_state(struct conn *c);
 int	conn_half_init(struct conn *c, struct half *h, int fd);
 void	conn_proceed(struct conn *c);
 int	conn_peek_read(struct conn *c, size_t cap);

@@ -141,7 +141,7 @@ icpt_maybe_finish(struct icpt *ic)
 	struct bufferevent *under;
 	SSL *ssl;
 
-	if (!ic->closing ||
+	if (ic->phase == IC_CLOSED || !ic->closing ||
 	    evbuffer_get_length(bufferevent_get_output(ic->down)) > 0)
 		return;
 	under = bufferevent_get_underlying(ic->down);
@@ -170,7 +170,8 @@ under_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 	struct icpt *ic = arg;
 
 	/* Not from inside libevent's write path: on the next loop turn. */
-	if (ic->closing && info->n_deleted > 0 && evbuffer_get_length(buf) == 0)
+	if (ic->phase != IC_CLOSED && ic->closing && info->n_deleted > 0 &&
+	    evbuffer_get_length(buf) == 0)
 		event_active(ic->finish, EV_TIMEOUT, 0);
 }
 
@@ -459,10 +460,22 @@ icpt_start(struct conn *c)
 		down_read_cb(ic->down, ic);
 }
 
-void
-icpt_free(struct icpt *ic)
+/* Clears our callbacks from b and stops it: nothing of ours runs again. */
+static void
+bev_quiet(struct bufferevent *b)
 {
-	if (ic == NULL)
+	if (b == NULL)
+		return;
+	bufferevent_setcb(b, NULL, NULL, NULL, NULL);
+	bufferevent_disable(b, EV_READ | EV_WRITE);
+}
+
+void
+icpt_close(struct icpt *ic)
+{
+	struct bufferevent *under;
+
+	if (ic->phase == IC_CLOSED)
 		return;
 	/* Answers never completed still get their record. */
 	while (ic->qn > 0) {
@@ -473,7 +486,7 @@ icpt_free(struct icpt *ic)
 		ic->qn--;
 	}
 	if (ic->up != NULL && ic->up_state == UP_READY &&
-	    ic->phase == IC_REQUESTS && ic->qn == 0 && !ic->resp_close &&
+	    ic->phase == IC_REQUESTS && !ic->resp_close &&
 	    ic->body != BODY_FORWARD && http_resps_pending(ic->resps) == 0 &&
 	    evbuffer_get_length(bufferevent_get_input(ic->up)) == 0 &&
 	    evbuffer_get_length(bufferevent_get_output(ic->up)) == 0) {
@@ -482,6 +495,25 @@ icpt_free(struct icpt *ic)
 		    (uint16_t)ic->up_port, ic->up_ca);
 		ic->up = NULL;
 	}
+	ic->phase = IC_CLOSED;
+	bev_quiet(ic->up);
+	if (ic->down != NULL &&
+	    (under = bufferevent_get_underlying(ic->down)) != NULL)
+		evbuffer_remove_cb(bufferevent_get_output(under), under_out_cb,
+		    ic);
+	bev_quiet(ic->down);
+	bev_quiet(ic->under);
+	if (ic->finish != NULL)
+		event_del(ic->finish);
+	resolve_cancel(ic->resolving);
+	ic->resolving = NULL;
+}
+
+void
+icpt_free(struct icpt *ic)
+{
+	if (ic == NULL)
+		return;
 	if (ic->up != NULL)
 		bufferevent_free(ic->up);
 	if (ic->down != NULL)
@@ -509,7 +541,7 @@ icpt_free(struct icpt *ic)
 void
 icpt_audit_durable(struct icpt *ic, uint64_t durable, int failed)
 {
-	if (ic->audit_wait == 0)
+	if (ic->phase == IC_CLOSED || ic->audit_wait == 0)
 		return;
 	if (failed && ic->audit_wait > durable) {
 		ic->audit_wait = 0;

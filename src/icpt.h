@@ -16,7 +16,15 @@ struct icpt;
  * the interception from here on.  On failure c is refused or closed.
  */
 void	icpt_start(struct conn *c);
-/* Frees everything of the interception (conn_close only). */
+/*
+ * The connection ends (conn_close only): answers never completed get
+ * their record, an upstream between requests goes to the pool, and no
+ * callback of the interception runs again.  Its memory stays until
+ * icpt_free, on the next loop turn, so a caller still on the stack reads
+ * nothing freed.
+ */
+void	icpt_close(struct icpt *ic);
+/* Frees everything of the interception; accepts NULL. */
 void	icpt_free(struct icpt *ic);
 /* Bytes read from the sandbox and from the upstream, for the conn record. */
 void	icpt_bytes(const struct icpt *ic, uint64_t *from_sandbox,

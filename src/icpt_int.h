@@ -60,7 +60,8 @@ struct icpt_tok {
 	size_t		 npats;
 };
 
-enum icpt_phase { IC_HANDSHAKE, IC_REQUESTS, IC_TUNNEL };
+/* IC_CLOSED: conn_close ran; the memory waits for the next loop turn. */
+enum icpt_phase { IC_HANDSHAKE, IC_REQUESTS, IC_TUNNEL, IC_CLOSED };
 enum icpt_body { BODY_NONE, BODY_FORWARD, BODY_DISCARD };
 enum icpt_up { UP_NONE, UP_CONNECTING, UP_READY };
 
@@ -183,6 +184,11 @@ int	icpt_req_redacts(const struct icpt_req *r);
  */
 struct evbuffer *icpt_up_out(struct icpt *ic);
 void	icpt_up_release(struct icpt *ic);
+/*
+ * Drops the upstream in use whatever its state: no callback of it runs
+ * again and nothing more is read from it; freed on the next loop turn.
+ */
+void	icpt_up_discard(struct icpt *ic);
 /* Lets the upstream in use go (idle): to the pool, or closed. */
 void	icpt_up_drop(struct icpt *ic);
 /* Bytes queued for the upstream, held or not. */

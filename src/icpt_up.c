@@ -104,6 +104,29 @@ static void up_read_cb(struct bufferevent *, void *);
 static void up_write_cb(struct bufferevent *, void *);
 static void up_event_cb(struct bufferevent *, short, void *);
 
+static void
+bev_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	bufferevent_free(arg);
+}
+
+void
+icpt_up_discard(struct icpt *ic)
+{
+	resolve_cancel(ic->resolving);
+	ic->resolving = NULL;
+	if (ic->up != NULL) {
+		bufferevent_setcb(ic->up, NULL, NULL, NULL, NULL);
+		bufferevent_disable(ic->up, EV_READ | EV_WRITE);
+		/* Next turn: a caller on the stack may still hold its buffers. */
+		if (event_base_once(ic->c->w->base, -1, EV_TIMEOUT, bev_free_cb,
+		    ic->up, NULL) != 0)
+			bufferevent_free(ic->up);
+	}
+	ic->up = NULL;
+	ic->up_state = UP_NONE;
+}
+
 void
 icpt_up_failed(struct icpt *ic, int status, const char *reason,
     const char *detail)
@@ -112,8 +135,12 @@ icpt_up_failed(struct icpt *ic, int status, const char *reason,
 	char msg[256], *resp;
 	size_t len;
 
+	if (ic->phase == IC_CLOSED || ic->fail_reason != NULL)
+		return;		/* one failure ends it; a second event is moot */
 	log_debug("icpt", "%p upstream failed: %s", (void *)ic->c, reason);
 	ic->fail_reason = reason;
+	/* Nothing more is read from it, nor pumped to the sandbox. */
+	icpt_up_discard(ic);
 	if (ic->qn > 0) {
 		struct icpt_req *r = &ic->q[ic->qhead];
 
@@ -330,8 +357,8 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 	/* EOF or error: a close-delimited answer ends here, anything else is cut. */
 	icpt_pump_responses(ic);
-	if (c->state == CS_CLOSED)
-		return;
+	if (c->state == CS_CLOSED || ic->up != bev)
+		return;		/* closed, or failed and dropped, meanwhile */
 	if (http_resps_finish(ic->resps, &rh, &why) == HTTP_RESP_END &&
 	    ic->qn > 0) {
 		struct icpt_req *r = &ic->q[ic->qhead];
@@ -427,12 +454,17 @@ icpt_pump_responses(struct icpt *ic)
 	size_t len, used;
 	uint8_t *data;
 
-	if (ic->up == NULL)
-		return;
-	in = bufferevent_get_input(ic->up);
-	out = bufferevent_get_output(ic->down);
-	/* A response whose head is read may end (or tunnel) without a byte. */
-	while ((len = evbuffer_get_length(in)) > 0 || ic->resp_open) {
+	/*
+	 * A response whose head is read may end (or tunnel) without a byte.
+	 * A step may fail the upstream or close the connection: nothing is
+	 * pumped after that.
+	 */
+	while (ic->up != NULL && ic->fail_reason == NULL &&
+	    ic->phase != IC_CLOSED && c->state != CS_CLOSED &&
+	    ((len = evbuffer_get_length(bufferevent_get_input(ic->up))) > 0 ||
+	    ic->resp_open)) {
+		in = bufferevent_get_input(ic->up);
+		out = bufferevent_get_output(ic->down);
 		if (evbuffer_get_length(out) > ICPT_HIGH) {
 			bufferevent_disable(ic->up, EV_READ);	/* the sandbox reads slowly */
 			return;
