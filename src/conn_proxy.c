@@ -101,18 +101,40 @@ conn_proxy_resolved(struct conn *c, int err, const struct resolve_answer *ans)
 	destination_known(c);
 }
 
-/* A name that could never pass is refused before we answer 200. */
+/*
+ * What the authority alone decides is decided before any lookup, connect
+ * or 200, by the same judgement the transparent path makes: a name the
+ * policy does not allow never reaches a resolver (its lookup would carry
+ * the name out), and an address refused whatever the tunnel then names is
+ * refused now.  -1 after refusing.
+ */
 static int
 precheck(struct conn *c)
 {
-	if (c->authority_is_ip)
+	struct decision d;
+
+	conn_take_state(c);
+	if (c->authority_is_ip) {
+		if (addr_parse(c->authority, &c->dst) != 0) {
+			c->detail = "bad authority";
+			conn_deny(c, "bad-request", NULL);
+			return -1;
+		}
+		c->dst_port = c->authority_port;
+		if (conn_dest_refused(c))
+			return -1;
+		/* Private space needs an allow CIDR, whatever name comes. */
+		policy_check_opaque(c->pol, &c->dst, c->dst_port, &d);
+		if (d.verdict == VERDICT_DENY &&
+		    strcmp(d.reason, "private-address") == 0) {
+			conn_deny(c, d.reason, d.rule);
+			return -1;
+		}
 		return 0;
-	if (nameset_match(c->pol->deny_names, c->authority, &(uint32_t){0})) {
-		conn_deny(c, "deny-name", NULL);
-		return -1;
 	}
-	if (!policy_name_allowed(c->pol, c->authority) && c->pol->nallow == 0) {
-		conn_deny(c, "not-allowed", NULL);
+	policy_check_name_alone(c->pol, c->authority, c->authority_port, &d);
+	if (d.verdict == VERDICT_DENY) {
+		conn_deny(c, d.reason, d.rule);
 		return -1;
 	}
 	return 0;
@@ -145,12 +167,6 @@ proxy_head(struct conn *c, const struct http_head *h)
 	if (precheck(c) != 0)
 		return;
 	if (c->authority_is_ip) {
-		if (addr_parse(c->authority, &c->dst) != 0) {
-			c->detail = "bad authority";
-			conn_deny(c, "bad-request", NULL);
-			return;
-		}
-		c->dst_port = c->authority_port;
 		destination_known(c);
 		return;
 	}

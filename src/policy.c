@@ -244,11 +244,64 @@ opaque_verdict(const struct policy *p, const struct sl_addr *a,
 		decide(d, VERDICT_DENY, "no-cidr-rule", NULL, 0);
 }
 
+/*
+ * What the name alone says, norm normalised: the deny list, interception,
+ * the allow list, the default.  A known port (port_known) is matched as
+ * rules give ports; an unknown one counts as refused only by a rule for
+ * every port and allowed by a rule for any.
+ */
+static void
+name_verdict(const struct policy *p, const char *norm, int port_known,
+    uint16_t port, struct decision *d)
+{
+	enum port_need deny_need = port_known ? PORT_THIS : PORT_ALL;
+	enum port_need allow_need = port_known ? PORT_THIS : PORT_ANY;
+	uint32_t id;
+
+	if (name_hit(p->deny, p->deny_next, p->deny_names, p->deny_wild, norm,
+	    deny_need, port, &id)) {
+		decide(d, VERDICT_DENY, "deny-name", p->deny[id].label, 0);
+		return;
+	}
+	if (p->intercept_names != NULL &&
+	    nameset_match(p->intercept_names, norm, &id)) {
+		decide(d, VERDICT_INTERCEPT, "intercept",
+		    p->intercepts[id].label, 1);
+		return;
+	}
+	if (name_hit(p->allow, p->allow_next, p->allow_names, p->allow_wild,
+	    norm, allow_need, port, &id)) {
+		decide(d, VERDICT_PASS, "allow-name", p->allow[id].label, 1);
+		return;
+	}
+	if (p->default_allow) {
+		decide(d, VERDICT_PASS, "default-allow", NULL, 1);
+		return;
+	}
+	decide(d, VERDICT_DENY, "not-allowed", NULL, 0);
+}
+
+void
+policy_check_name_alone(const struct policy *p, const char *name,
+    uint16_t port, struct decision *d)
+{
+	char norm[NAME_BUFSZ];
+
+	if (name == NULL || name_normalize(name, strlen(name), norm) != 0) {
+		decide(d, VERDICT_DENY, "invalid-name", NULL, 0);
+		return;
+	}
+	name_verdict(p, norm, 1, port, d);
+	if (d->verdict != VERDICT_DENY)
+		decide(d, VERDICT_CONTINUE, NULL, NULL, 0);
+}
+
 void
 policy_check_name(const struct policy *p, const char *name,
     const struct sl_addr *dst, uint16_t port, struct decision *d)
 {
 	char norm[NAME_BUFSZ];
+	struct decision nd;
 	struct sl_addr a;
 	uint32_t id;
 
@@ -264,18 +317,14 @@ policy_check_name(const struct policy *p, const char *name,
 		decide(d, VERDICT_DENY, "invalid-name", NULL, 0);
 		return;
 	}
+	name_verdict(p, norm, 1, port, &nd);
+	if (nd.verdict == VERDICT_INTERCEPT || (nd.verdict == VERDICT_DENY &&
+	    strcmp(nd.reason, "deny-name") == 0)) {
+		*d = nd;
+		return;
+	}
+	/* An allow CIDR, and private space, come before the name's allowance. */
 	addr_canonical(dst, &a);
-	if (name_hit(p->deny, p->deny_next, p->deny_names, p->deny_wild, norm,
-	    PORT_THIS, port, &id)) {
-		decide(d, VERDICT_DENY, "deny-name", p->deny[id].label, 0);
-		return;
-	}
-	if (p->intercept_names != NULL &&
-	    nameset_match(p->intercept_names, norm, &id)) {
-		decide(d, VERDICT_INTERCEPT, "intercept",
-		    p->intercepts[id].label, 1);
-		return;
-	}
 	if (cidr_hit(p->allow_cidrs, p->allow, &a, port, &id)) {
 		decide(d, VERDICT_PASS, "allow-cidr", p->allow[id].label, 0);
 		return;
@@ -284,16 +333,7 @@ policy_check_name(const struct policy *p, const char *name,
 		decide(d, VERDICT_DENY, "private-address", NULL, 0);
 		return;
 	}
-	if (name_hit(p->allow, p->allow_next, p->allow_names, p->allow_wild,
-	    norm, PORT_THIS, port, &id)) {
-		decide(d, VERDICT_PASS, "allow-name", p->allow[id].label, 1);
-		return;
-	}
-	if (p->default_allow) {
-		decide(d, VERDICT_PASS, "default-allow", NULL, 1);
-		return;
-	}
-	decide(d, VERDICT_DENY, "not-allowed", NULL, 0);
+	*d = nd;
 }
 
 void
@@ -335,21 +375,13 @@ int
 policy_name_allowed(const struct policy *p, const char *name)
 {
 	char norm[NAME_BUFSZ];
-	uint32_t id;
+	struct decision d;
 
 	if (name == NULL || name_normalize(name, strlen(name), norm) != 0)
 		return 0;
 	/* A deny rule limited to some ports leaves the name usable. */
-	if (name_hit(p->deny, p->deny_next, p->deny_names, p->deny_wild, norm,
-	    PORT_ALL, 0, &id))
-		return 0;
-	if (p->intercept_names != NULL &&
-	    nameset_match(p->intercept_names, norm, &id))
-		return 1;
-	if (name_hit(p->allow, p->allow_next, p->allow_names, p->allow_wild,
-	    norm, PORT_ANY, 0, &id))
-		return 1;
-	return p->default_allow;
+	name_verdict(p, norm, 0, 0, &d);
+	return d.verdict != VERDICT_DENY;
 }
 
 int

@@ -166,8 +166,19 @@ void	policy_check_opaque(const struct policy *p, const struct sl_addr *dst,
  * when an allow CIDR covers it.
  */
 int	policy_addr_answerable(const struct policy *p, const struct sl_addr *addr);
-/* Whether a name could be allowed at all (DNS filter, CONNECT pre-check). */
+/* Whether a name could be allowed at all, on some port (DNS filter). */
 int	policy_name_allowed(const struct policy *p, const char *name);
+/*
+ * The name alone, before any address is known (the explicit proxy's
+ * authority, judged before it is resolved): DENY ("invalid-name",
+ * "deny-name" for port, "not-allowed") or CONTINUE when the policy
+ * intercepts the name, allows it by name on port, or allows by default.
+ * policy_check_name applies the same judgement of the name; a name that
+ * only an allow CIDR would let through needs its address first, which
+ * is never looked up for it.
+ */
+void	policy_check_name_alone(const struct policy *p, const char *name,
+	    uint16_t port, struct decision *d);
 
 /*
  * Whether a normalised name matches a pattern as policies write them (an
