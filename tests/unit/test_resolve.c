@@ -51,6 +51,8 @@ struct seen {
 	uint16_t	type;
 };
 
+struct fake_tcp;
+
 struct fake {
 	struct event_base *base;
 	int		 fd, tfd;
@@ -63,6 +65,7 @@ struct fake {
 	struct seen	*seen;		/* every query received, UDP and TCP */
 	size_t		 nseen;
 	size_t		 ntcp;		/* queries received over TCP */
+	struct fake_tcp	*conns[16];	/* TCP connections open */
 };
 
 struct ctx {
@@ -348,6 +351,19 @@ struct fake_tcp {
 };
 
 static void
+fake_tcp_close(struct fake_tcp *t)
+{
+	size_t i;
+
+	for (i = 0; i < 16; i++)
+		if (t->f->conns[i] == t)
+			t->f->conns[i] = NULL;
+	event_free(t->ev);
+	close(t->fd);
+	free(t);
+}
+
+static void
 fake_tcp_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct fake_tcp *t = arg;
@@ -359,9 +375,7 @@ fake_tcp_cb(evutil_socket_t fd, short what, void *arg)
 	if (n <= 0) {
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		event_free(t->ev);
-		close(t->fd);
-		free(t);
+		fake_tcp_close(t);
 		return;
 	}
 	t->have += (size_t)n;
@@ -382,11 +396,16 @@ fake_accept_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct fake *f = arg;
 	struct fake_tcp *t;
+	size_t i;
 	int c;
 
 	if ((c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) < 0)
 		return;
 	assert_non_null(t = calloc(1, sizeof(*t)));
+	for (i = 0; i < 16 && f->conns[i] != NULL; i++)
+		;
+	assert_true(i < 16);
+	f->conns[i] = t;
 	t->f = f;
 	t->fd = c;
 	t->ev = event_new(f->base, c, EV_READ | EV_PERSIST, fake_tcp_cb, t);
@@ -437,6 +456,11 @@ fake_start(struct fake *f, struct event_base *base)
 static void
 fake_stop(struct fake *f)
 {
+	size_t i;
+
+	for (i = 0; i < 16; i++)
+		if (f->conns[i] != NULL)
+			fake_tcp_close(f->conns[i]);
 	event_free(f->ev);
 	event_free(f->tev);
 	close(f->fd);
