@@ -367,6 +367,41 @@ dns_build_error(const struct dns_query *q, int rcode, uint8_t *out,
 }
 
 int
+dns_build_formerr(const uint8_t *buf, size_t len, uint8_t *out, size_t cap,
+    size_t *outlen)
+{
+	struct wbuf w = { out, cap, 0 };
+	uint8_t wire[NAME_WIRE_MAX];
+	size_t pos = DNS_HDR_LEN, wlen, qlen = 0;
+	uint16_t flags;
+	int rcode;
+
+	if (buf == NULL || out == NULL || outlen == NULL || len < DNS_HDR_LEN)
+		return SL_ERR_INVALID;
+	flags = get16(buf + 2);
+	if ((flags & DNS_F_QR) != 0)
+		return SL_ERR_INVALID;	/* never answer an answer */
+	rcode = (flags & DNS_F_OPCODE) != 0 ? DNS_RCODE_NOTIMP :
+	    DNS_RCODE_FORMERR;
+	if (get16(buf + 4) == 1 &&
+	    name_read(buf, len, len, &pos, 0, wire, &wlen) == 0 &&
+	    len - pos >= 4)
+		qlen = pos + 4 - DNS_HDR_LEN;
+	w_u16(&w, get16(buf));
+	w_u16(&w, (uint16_t)(DNS_F_QR | (flags & (DNS_F_OPCODE | DNS_F_RD |
+	    DNS_F_CD)) | DNS_F_RA | rcode));
+	w_u16(&w, qlen > 0 ? 1 : 0);
+	w_u16(&w, 0);
+	w_u16(&w, 0);
+	w_u16(&w, 0);
+	w_put(&w, buf + DNS_HDR_LEN, qlen);
+	if (w.len > cap)
+		return SL_ERR_TOO_BIG;
+	*outlen = w.len;
+	return 0;
+}
+
+int
 dns_build_query(const struct dns_query *q, uint16_t id, uint16_t udp_size,
     uint8_t *out, size_t cap, size_t *outlen)
 {

@@ -79,6 +79,23 @@ int	dns_build_error(const struct dns_query *q, int rcode, uint8_t *out,
 	    size_t cap, size_t *outlen);
 
 /*
+ * Writes the answer to a query that dns_query_parse refused (pure), so the
+ * client need not wait out its timeout.  buf must hold at least the
+ * DNS_HDR_LEN-byte header with QR clear, else SL_ERR_INVALID (a response,
+ * or too short to answer: drop it).  The answer has buf's id, QR and RA
+ * set, the opcode, RD and CD copied, AA, TC, AD and Z clear, and rcode
+ * NOTIMP when the opcode is not QUERY, else FORMERR.  Its question is
+ * buf's own bytes, case kept, when QDCOUNT is 1 and the question is framed
+ * (labels of 1..63 bytes, no compression pointer, at most 255 bytes, then
+ * type and class); otherwise there is none (QDCOUNT 0).  No other record,
+ * no OPT.  So the answer is never longer than buf: *outlen <= len (a
+ * reflector gains nothing).  Returns 0 with *outlen, SL_ERR_INVALID or
+ * SL_ERR_TOO_BIG (cap too small).
+ */
+int	dns_build_formerr(const uint8_t *buf, size_t len, uint8_t *out,
+	    size_t cap, size_t *outlen);
+
+/*
  * Writes a query for q's (lowercased) name, type and class with the given
  * id (for upstream), RD set, with an OPT record (version 0, DO clear, no
  * options) advertising udp_size when udp_size > 512.  Returns 0 with

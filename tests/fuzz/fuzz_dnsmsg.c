@@ -13,6 +13,11 @@
  * accepts and every one of them in kept[], no CNAME target it refuses,
  * within the size limit; filtering it again must give the same bytes;
  * one byte less of room must give SL_ERR_TOO_BIG.
+ *
+ * The whole input also gets dns_build_formerr's answer: only to a header
+ * with QR clear, never longer than the input, with the input's id, FORMERR
+ * or NOTIMP by opcode, no record, and a question that is the input's own
+ * bytes and framed.
  */
 #include "autoconf.h"
 
@@ -329,6 +334,44 @@ filter_checks(const uint8_t *resp, size_t len, uint8_t sel)
 	CHECK(r == SL_ERR_TOO_BIG);
 }
 
+/* The answer to a query the parser may refuse: never larger, framed. */
+static void
+formerr_checks(const uint8_t *data, size_t size)
+{
+	size_t olen, n, p = DNS_HDR_LEN;
+	unsigned flags;
+	char name[256];
+	int r;
+
+	r = dns_build_formerr(data, size, out, CAP, &olen);
+	if (size < DNS_HDR_LEN || (data[2] & 0x80) != 0) {
+		CHECK(r == SL_ERR_INVALID);
+		return;
+	}
+	CHECK(r == 0);
+	CHECK(olen >= DNS_HDR_LEN && olen <= size);
+	CHECK(get16(out) == get16(data));
+	flags = get16(out + 2);
+	CHECK((flags & DNS_F_QR) && (flags & DNS_F_RA));
+	CHECK((flags & DNS_F_OPCODE) == (get16(data + 2) & DNS_F_OPCODE));
+	CHECK((flags & DNS_F_RCODE) == ((flags & DNS_F_OPCODE) != 0 ?
+	    DNS_RCODE_NOTIMP : DNS_RCODE_FORMERR));
+	CHECK((flags & (DNS_F_AA | DNS_F_TC | DNS_F_AD | 0x0040)) == 0);
+	CHECK(get16(out + 6) == 0 && get16(out + 8) == 0 &&
+	    get16(out + 10) == 0);
+	CHECK(get16(out + 4) <= 1);
+	if (get16(out + 4) == 1) {
+		CHECK(get16(data + 4) == 1);
+		v_name(out, olen, &p, name);
+		CHECK(olen - p == 4);
+		CHECK(memcmp(out + DNS_HDR_LEN, data + DNS_HDR_LEN,
+		    olen - DNS_HDR_LEN) == 0);
+	} else
+		CHECK(olen == DNS_HDR_LEN);
+	CHECK(dns_build_formerr(data, size, out, olen - 1, &n) ==
+	    SL_ERR_TOO_BIG);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -336,6 +379,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (dns_query_parse(data, size, &q) == PARSE_COMPLETE)
 		query_checks(&q, size);
+	formerr_checks(data, size);
 	if (size >= 1)
 		filter_checks(data + 1, size - 1, data[0]);
 	return 0;

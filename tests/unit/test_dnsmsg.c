@@ -921,6 +921,121 @@ test_peek_header(void **state)
 }
 
 /*
+ * Answers to queries the parser refuses
+ */
+
+/* The header of a formerr answer to p: id, flags, counts. */
+static void
+formerr_ok(const struct pkt *p, unsigned flags, unsigned qd)
+{
+	assert_int_equal(dns_build_formerr(p->b, p->len, out, sizeof(out),
+	    &outlen), 0);
+	assert_true(outlen <= p->len);
+	assert_true(outlen >= DNS_HDR_LEN);
+	assert_memory_equal(out, p->b, 2);
+	assert_int_equal(out[2] << 8 | out[3], flags);
+	assert_int_equal(out[4] << 8 | out[5], qd);
+	assert_int_equal(out[6] | out[7] | out[8] | out[9] | out[10] | out[11],
+	    0);
+}
+
+static void
+test_build_formerr(void **state)
+{
+	struct pkt *p = pkt_new();
+	struct dns_query q;
+	size_t qlen, n;
+
+	(void)state;
+	/* Header only: a header-only FORMERR, RD and CD kept, AA TC AD Z not. */
+	p_hdr(p, QID, DNS_F_RD | DNS_F_CD | DNS_F_AA | DNS_F_TC | DNS_F_AD |
+	    0x0040 | 0x7, 0, 0, 0, 0);
+	formerr_ok(p, DNS_F_QR | DNS_F_RD | DNS_F_CD | DNS_F_RA |
+	    DNS_RCODE_FORMERR, 0);
+	assert_int_equal(outlen, DNS_HDR_LEN);
+
+	/* A question the parser refuses (class CH): echoed, case kept. */
+	p_hdr(p, QID, DNS_F_RD, 1, 0, 0, 0);
+	p_question(p, "Version.BIND", DNS_T_TXT, 3);
+	qlen = p->len - DNS_HDR_LEN;
+	assert_int_equal(dns_query_parse(p->b, p->len, &q), PARSE_INVALID);
+	formerr_ok(p, DNS_F_QR | DNS_F_RD | DNS_F_RA | DNS_RCODE_FORMERR, 1);
+	assert_int_equal(outlen, p->len);
+	assert_memory_equal(out + DNS_HDR_LEN, p->b + DNS_HDR_LEN, qlen);
+	assert_int_equal(dns_build_formerr(p->b, p->len, out, outlen - 1, &n),
+	    SL_ERR_TOO_BIG);
+	assert_int_equal(dns_build_formerr(p->b, p->len, out, outlen, &n), 0);
+
+	/* Records after the question are not echoed: never longer. */
+	p_hdr(p, QID, 0, 1, 1, 0, 1);
+	p_question(p, "www.example.com", DNS_T_A, DNS_C_IN);
+	qlen = p->len - DNS_HDR_LEN;
+	p_a(p, DNS_HDR_LEN, "192.0.2.1");
+	p_opt(p, 4096, 0);
+	formerr_ok(p, DNS_F_QR | DNS_F_RA | DNS_RCODE_FORMERR, 1);
+	assert_int_equal(outlen, DNS_HDR_LEN + qlen);
+	assert_true(outlen < p->len);
+
+	/* Another opcode (UPDATE): NOTIMP, the opcode copied. */
+	p_hdr(p, QID, 5 << 11 | DNS_F_RD, 1, 0, 0, 0);
+	p_question(p, "example.com", DNS_T_SOA, DNS_C_IN);
+	formerr_ok(p, DNS_F_QR | 5 << 11 | DNS_F_RD | DNS_F_RA |
+	    DNS_RCODE_NOTIMP, 1);
+
+	/* Questions that cannot be read: no question. */
+	p_hdr(p, QID, 0, 1, 0, 0, 0);
+	p_name(p, "example.com");
+	p_u16(p, DNS_T_A);		/* the class is missing */
+	formerr_ok(p, DNS_F_QR | DNS_F_RA | DNS_RCODE_FORMERR, 0);
+	assert_int_equal(outlen, DNS_HDR_LEN);
+	p_hdr(p, QID, 0, 1, 0, 0, 0);
+	p_labels(p, "www");
+	p_ptr(p, DNS_HDR_LEN);		/* compressed */
+	p_u16(p, DNS_T_A);
+	p_u16(p, DNS_C_IN);
+	formerr_ok(p, DNS_F_QR | DNS_F_RA | DNS_RCODE_FORMERR, 0);
+	p_hdr(p, QID, 0, 1, 0, 0, 0);
+	p_u8(p, 64);			/* a label too long */
+	for (n = 0; n < 64; n++)
+		p_u8(p, 'a');
+	p_u8(p, 0);
+	p_u16(p, DNS_T_A);
+	p_u16(p, DNS_C_IN);
+	formerr_ok(p, DNS_F_QR | DNS_F_RA | DNS_RCODE_FORMERR, 0);
+	p_hdr(p, QID, 0, 2, 0, 0, 0);	/* two questions */
+	p_question(p, "a.example", DNS_T_A, DNS_C_IN);
+	p_question(p, "b.example", DNS_T_A, DNS_C_IN);
+	formerr_ok(p, DNS_F_QR | DNS_F_RA | DNS_RCODE_FORMERR, 0);
+
+	/* Not answered: a response, or no whole header. */
+	p_hdr(p, QID, DNS_F_QR, 0, 0, 0, 0);
+	assert_int_equal(dns_build_formerr(p->b, p->len, out, sizeof(out),
+	    &outlen), SL_ERR_INVALID);
+	p_hdr(p, QID, 0, 1, 0, 0, 0);
+	assert_int_equal(dns_build_formerr(p->b, DNS_HDR_LEN - 1, out,
+	    sizeof(out), &outlen), SL_ERR_INVALID);
+	assert_int_equal(dns_build_formerr(NULL, 0, out, sizeof(out), &outlen),
+	    SL_ERR_INVALID);
+
+	/* Every prefix of a query: never an answer longer than the prefix. */
+	p_hdr(p, QID, DNS_F_RD, 1, 0, 0, 1);
+	p_question(p, "www.example.com", DNS_T_AAAA, DNS_C_IN);
+	p_opt(p, 1232, 0);
+	for (n = 0; n <= p->len; n++) {
+		int r = dns_build_formerr(p->b, n, out, sizeof(out), &outlen);
+
+		if (n < DNS_HDR_LEN) {
+			assert_int_equal(r, SL_ERR_INVALID);
+			continue;
+		}
+		assert_int_equal(r, 0);
+		assert_true(outlen <= n);
+		assert_int_equal(out[5], n >= DNS_HDR_LEN + 21 ? 1 : 0);
+	}
+	free(p);
+}
+
+/*
  * The answer filter
  */
 
@@ -1918,6 +2033,7 @@ main(void)
 		cmocka_unit_test(test_build_error),
 		cmocka_unit_test(test_build_query),
 		cmocka_unit_test(test_peek_header),
+		cmocka_unit_test(test_build_formerr),
 		cmocka_unit_test(test_filter_rebinding),
 		cmocka_unit_test(test_filter_cname_cut),
 		cmocka_unit_test(test_filter_cname_chain),
