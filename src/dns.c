@@ -347,6 +347,40 @@ rate_ok(struct worker *w, const struct sandbox *sb, const struct policy *pol,
 	return ok;
 }
 
+/*
+ * A query we cannot parse gets FORMERR (NOTIMP for an opcode other than
+ * QUERY) at once, so the client does not wait out its timeout.  Only when
+ * the header is readable and QR is clear (never an answer to an answer),
+ * within the sandbox's rate limit, and never longer than the query: no
+ * reflector gains from it.  Not audited: nothing was asked of anyone.
+ */
+static void
+malformed_reply(struct worker *w, const uint8_t *buf, size_t len, int ufd,
+    const struct sockaddr_storage *from, socklen_t fromlen, struct dnstcp *tc)
+{
+	uint8_t out[DNS_HDR_LEN + NAME_BUFSZ + 32];
+	const struct sandbox *sb;
+	struct dns_query none;
+	struct sl_addr src;
+	size_t outlen;
+
+	if (dns_build_formerr(buf, len, out, sizeof(out), &outlen) != 0 ||
+	    addr_from_sockaddr((const struct sockaddr *)from, fromlen, &src,
+	    NULL) != 0) {
+		mtable_add(&w->metrics.dns, "dropped", NULL);
+		return;
+	}
+	addr_canonical(&src, &src);
+	sb = state_sandbox_for(w->st, &src);
+	memset(&none, 0, sizeof(none));	/* for the rate limit's audit record */
+	if (!rate_ok(w, sb, sb->policy, &none)) {
+		mtable_add(&w->metrics.dns, "ratelimited", NULL);
+		return;		/* over the limit: not even an error */
+	}
+	reply(w, ufd, from, fromlen, tc, out, outlen);
+	mtable_add(&w->metrics.dns, "formerr", NULL);
+}
+
 static void
 handle_query(struct worker *w, const uint8_t *buf, size_t len, int ufd,
     const struct sockaddr_storage *from, socklen_t fromlen, struct dnstcp *tc)
@@ -360,8 +394,8 @@ handle_query(struct worker *w, const uint8_t *buf, size_t len, int ufd,
 	struct dnsq *dq;
 
 	if (dns_query_parse(buf, len, &q) != PARSE_COMPLETE) {
-		dw->malformed++;	/* dropped: a reply would feed a scanner */
-		mtable_add(&w->metrics.dns, "dropped", NULL);
+		dw->malformed++;
+		malformed_reply(w, buf, len, ufd, from, fromlen, tc);
 		if (tc != NULL)
 			tc->finishing = 1;	/* answers owed still go out */
 		return;
