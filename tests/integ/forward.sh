@@ -18,7 +18,9 @@
 # headers came.  Checked, at both ends:
 #   fwd_*   claims (iss, sub, aud, iat/nbf/exp, jti, team, project,
 #           sandbox, htm, htu), the path prefix, Forwarded, the sandbox's
-#           own Sluice-Identity and Forwarded dropped, the token never in
+#           own Sluice-Identity, Forwarded, X-Forwarded-*, X-Original-URL,
+#           X-Real-IP, X-Envoy-*, method overrides, Sluice-* and the like
+#           dropped (an ordinary header kept), the token never in
 #           what the sandbox gets (a proxy that echoes it: [REDACTED]), a
 #           body hash, the default audience, one token per request
 #   bad_*   the proxy unreachable (502), silent (504), with a certificate
@@ -87,6 +89,7 @@ class H(BaseHTTPRequestHandler):
         res = {"path": self.path, "method": self.command,
                "forwarded": self.headers.get_all("Forwarded") or [],
                "host": self.headers.get("Host"), "identities": len(ids),
+               "headers": [[k, v] for k, v in self.headers.items()],
                "body_sha256": base64.urlsafe_b64encode(
                    hashlib.sha256(body).digest()).rstrip(b"=").decode(),
                "verified": False}
@@ -286,6 +289,35 @@ fwd_dropped() {
 	bwant '.verified == true' '.identities == 1' \
 	    '.forwarded == ["host=\"allowed.test\";proto=https"]'
 }
+# whatever the sandbox claims on behalf of a gateway (where the request
+# went, who sent it, which method to act as) never reaches the proxy, in
+# any case; an ordinary header does, and sluice's own Forwarded and
+# Sluice-Identity come once
+CLAIMS=(X-Forwarded-Server X-Forwarded-Prefix X-Forwarded-Uri X-Forwarded-Scheme
+    x-forwarded-for X-FORWARDED-HOST X-Original-URL X-Rewrite-URL X-Real-IP
+    X-Client-IP True-Client-IP X-Envoy-Original-Path x-envoy-external-address
+    X-HTTP-Method-Override X-HTTP-Method X-Method-Override Sluice-Foo
+    sluice-identity FORWARDED)
+fwd_claims_dropped() {
+	local -a hs=() t=()
+	local n
+	for n in "${CLAIMS[@]}"; do
+		hs+=(-H "$n: /admin")
+		n=$(tr 'A-Z' 'a-z' <<<"$n")
+		# sluice's own two come once: the sorted list below
+		[ "$n" = forwarded ] || [ "$n" = sluice-identity ] ||
+		    t+=("[.headers[][0] | ascii_downcase] | index(\"$n\") == null")
+	done
+	hc "${hs[@]}" -H 'X-Ordinary: kept' -H 'X-Forwardedfor: near-miss' \
+	    -H 'Sluicex: near-miss' https://allowed.test/fwd/claims
+	[ "$cst" = 200 ] || { why="status $cst: $(short "$out")"; return 1; }
+	bwant '.verified == true' '.method == "GET"' '.path == "/broker/fwd/claims"' \
+	    '.claims.htu == "https://allowed.test/fwd/claims"' "${t[@]}" \
+	    '[.headers[] | select(.[0] | ascii_downcase | test("^(x-forwarded-|x-envoy-|sluice-)|^(forwarded|x-original-url|x-rewrite-url|x-real-ip|x-client-ip|true-client-ip|x-http-method-override|x-http-method|x-method-override)$"))] | map(.[0] | ascii_downcase) | sort == ["forwarded", "sluice-identity"]' \
+	    '.forwarded == ["host=\"allowed.test\";proto=https"]' '.identities == 1' \
+	    '[.headers[] | select(.[0] == "X-Ordinary")] == [["X-Ordinary", "kept"]]' \
+	    '[.headers[] | select(.[0] == "X-Forwardedfor" or .[0] == "Sluicex") | .[1]] == ["near-miss", "near-miss"]'
+}
 # a proxy that echoes the token: the sandbox gets it redacted
 fwd_reflect() {
 	hc https://allowed.test/fwd/reflect
@@ -318,6 +350,7 @@ fwd_one_per_request() {
 }
 check fwd_claims fwd_claims
 check fwd_dropped fwd_dropped
+check fwd_claims_dropped fwd_claims_dropped
 check fwd_reflect fwd_reflect
 check fwd_body_hash fwd_body_hash
 check fwd_default_audience fwd_default_audience

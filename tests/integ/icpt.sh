@@ -30,8 +30,10 @@
 #   hdr_*    the request head the upstream gets (Host rewritten, hop-by-hop
 #            dropped, the rest intact) and the response head the client
 #            gets
-#   deny_*   method, path, query, header, no rule, forward without keys:
-#            403 JSON from sluice, nothing upstream; inject (a canary)
+#   deny_*   method, path, query, header, no rule, forward without keys,
+#            a method override on a rule that does not allow it: 403
+#            JSON from sluice, nothing upstream; inject (a canary);
+#            allow_method_override lets the override through
 #   ka_*     keep-alive and pipelining: each request judged, answers in
 #            order, refusals after slow answers, bodies of refused requests
 #   host_*   Host, absolute-form target or port other than the SNI: 421
@@ -298,7 +300,16 @@ ICPT_RULES="intercept:
       set: {authorization: \"Bearer {{secret:tok}}\"}
   - name: forward-broker
     match: {host: allowed.test, path: /forward}
-    forward: {to: \"https://other.test\", audience: broker}"
+    forward: {to: \"https://other.test\", audience: broker}
+  - name: override-ok
+    match: {host: allowed.test, path: \"/override-ok/**\"}
+    action: pass
+    allow_method_override: true
+  - name: inject-override-ok
+    match: {host: allowed.test, path: /inject-override-ok}
+    inject:
+      set: {authorization: \"Bearer {{secret:tok}}\"}
+    allow_method_override: true"
 ICPT_TAIL="  - name: allowed-default
     match: {host: allowed.test}
     action: deny
@@ -638,6 +649,46 @@ deny_forward() {
 	upx "$NOTHING_UP"
 }
 
+# A method override (X-HTTP-Method-Override, X-HTTP-Method,
+# X-Method-Override) on a pass or inject rule that does not allow it:
+# sluice's 403 whatever the value names, and nothing upstream; the same
+# requests without it pass.
+deny_method_override() {
+	local off
+	snap
+	off=$(audit_lines)
+	hc -H 'X-HTTP-Method-Override: POST' https://allowed.test/pub/mo
+	denied intercept:pub-read method-override || return 1
+	hc -H 'x-http-method: DELETE' https://allowed.test/pub/mo
+	denied intercept:pub-read method-override || return 1
+	hc -H 'X-Method-Override: GET' https://allowed.test/pub/mo
+	denied intercept:pub-read method-override || return 1
+	hc -H 'X-HTTP-Method-Override: POST' https://allowed.test/inject
+	denied intercept:inject-token method-override || return 1
+	upx "$NOTHING_UP" || return 1
+	audit_has "$off" \
+	    "#3 type=request action=deny reason=method-override rule=intercept:pub-read path=/pub/mo status=403" \
+	    "#1 type=request action=deny reason=method-override rule=intercept:inject-token path=/inject status=403" ||
+	    return 1
+	hc https://allowed.test/pub/mo
+	hello_ok allowed-tls || return 1
+	hc https://allowed.test/inject
+	hello_ok allowed-tls || return 1
+	upx 'allowed-tls.requests=2'
+}
+# allow_method_override: true lets the header through, as sent
+allow_method_override() {
+	snap
+	hc -H 'X-HTTP-Method-Override: POST' https://allowed.test/override-ok/x
+	hello_ok allowed-tls || return 1
+	hc -H 'X-HTTP-Method-Override: POST' https://allowed.test/inject-override-ok
+	hello_ok allowed-tls || return 1
+	upwant allowed-tls 'length == 2' 'map(.method) == ["GET", "GET"]' \
+	    'map(.path) == ["/override-ok/x", "/inject-override-ok"]' \
+	    '[.[].headers[] | select(.[0] == "X-HTTP-Method-Override") | .[1]] == ["POST", "POST"]' \
+	    "[.[1].headers[] | select(.[0] | ascii_downcase == \"authorization\") | .[1]] == [\"Bearer $CANARY_TOK\"]"
+}
+
 check deny_method deny_method
 check deny_path deny_path
 check deny_query deny_query
@@ -645,6 +696,8 @@ check deny_header deny_header
 check deny_no_rule deny_no_rule
 check deny_inject deny_inject
 check deny_forward deny_forward
+check deny_method_override deny_method_override
+check allow_method_override allow_method_override
 
 # ================================================================ ka
 # Every request on a kept-alive connection is judged on its own; a refusal
