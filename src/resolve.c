@@ -275,19 +275,21 @@ entry_finish(struct rentry *e)
 	e->busy = 0;
 }
 
+/*
+ * An address of the answer (canonical already: an AAAA of ::ffff:a.b.c.d
+ * is the IPv4 address, as a sandbox dialing it is seen), once.
+ */
 static void
-add_addr(struct rentry *e, const struct dns_kept *k, int family)
+add_addr(struct rentry *e, const struct dns_kept *k)
 {
 	size_t i;
 
-	if (k->addr.family != family)
-		return;		/* only what the question asked for */
 	for (i = 0; i < e->build.n; i++)
 		if (addr_equal(&e->build.addrs[i], &k->addr))
 			return;
 	if (e->build.n == RESOLVE_MAX_ADDRS)
 		return;
-	e->build.addrs[e->build.n++] = k->addr;	/* canonical already */
+	e->build.addrs[e->build.n++] = k->addr;
 	if (k->ttl < e->ttl)
 		e->ttl = k->ttl;
 }
@@ -347,8 +349,7 @@ answer_read(struct rentry *e, size_t t, const uint8_t *resp, size_t len,
 	switch (flags & DNS_F_RCODE) {
 	case DNS_RCODE_NOERROR:
 		for (i = 0; i < res.nkept; i++)
-			add_addr(e, &res.kept[i],
-			    qtypes[t] == DNS_T_A ? AF_INET : AF_INET6);
+			add_addr(e, &res.kept[i]);
 		return 0;
 	case DNS_RCODE_NXDOMAIN:
 		return 0;

@@ -169,6 +169,7 @@ r_addr(uint8_t *out, size_t at, unsigned type, const char *text, uint32_t ttl)
  *   *.malformed.test: our id and question, ANCOUNT 1 and no record;
  *   *.v4only.test: A 192.0.2.4, AAAA SERVFAIL;
  *   *.ttl0.test: A 192.0.2.5 with TTL 0, AAAA NODATA;
+ *   *.mapped.test: A NODATA, AAAA ::ffff:192.0.2.9;
  *   *.big.test: 20 A records, AAAA NODATA;
  *   *.cname.test: a CNAME to the same name under target.test, then its A;
  *   *.tc.test: TC set over UDP; over TCP A 192.0.2.7, AAAA NODATA;
@@ -221,6 +222,12 @@ fake_reply(const uint8_t *qb, size_t qlen, int tcp, uint8_t *out,
 			return r_start(out, qb, &q, 0, 0);
 		at = r_start(out, qb, &q, 0, 1);
 		return r_addr(out, at, DNS_T_A, "192.0.2.5", 0);
+	}
+	if (under(n, "mapped.test")) {
+		if (a)
+			return r_start(out, qb, &q, 0, 0);
+		at = r_start(out, qb, &q, 0, 1);
+		return r_addr(out, at, DNS_T_AAAA, "::ffff:192.0.2.9", 300);
 	}
 	if (under(n, "big.test")) {
 		if (!a)
@@ -842,7 +849,7 @@ static void
 test_one_family(void **state)
 {
 	struct ctx *c = ctx_new(1, 1000, 64);
-	struct look l[2];
+	struct look l[3];
 
 	(void)state;
 	memset(l, 0, sizeof(l));
@@ -852,6 +859,13 @@ test_one_family(void **state)
 	assert_int_equal(l[0].ans.n, 1);
 	assert_has(&l[0].ans, "192.0.2.4");
 	assert_int_equal(ask(c, &l[1], "x.v4only.test", 0), 0);
+
+	/* An IPv4-mapped AAAA is the IPv4 address, as a dialer is seen. */
+	assert_int_equal(ask(c, &l[2], "x.mapped.test", 0), 1);
+	wait_look(c, &l[2]);
+	assert_int_equal(l[2].err, 0);
+	assert_int_equal(l[2].ans.n, 1);
+	assert_has(&l[2].ans, "192.0.2.9");
 	ctx_free(c);
 }
 
