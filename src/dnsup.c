@@ -73,10 +73,13 @@ finish(struct dnsup *u, int err, const uint8_t *resp, size_t len)
 	dnsup_cb cb = u->cb;
 	void *arg = u->arg;
 	uint16_t id = u->id;
+	uint8_t *buf = u->buf;	/* a TCP answer: resp points into it */
 
+	u->buf = NULL;
 	attempt_reset(u);
 	free(u);
 	cb(err, resp, len, id, arg);
+	free(buf);
 }
 
 /* The next attempt, or failure when every resolver had its tries. */
