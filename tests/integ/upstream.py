@@ -37,6 +37,9 @@ per listener, each connection in its own thread):
         first space, inside a longer JSON text) and percent-encoded;
         Content-Length, or chunked in N-byte chunks, or close-delimited;
         Content-Encoding: CODING on request; after waiting N ms
+    /stall?ms=N  a head with Content-Length 1000000 and 10 bytes of body,
+        then nothing for N ms (default 20000), then the end of the
+        connection: an upstream that stops mid-answer
     /ws with Upgrade: websocket  101, then a WebSocket echo (RFC 6455:
         text and binary frames echoed, ping answered, close returned);
         /ws without the upgrade: 400
@@ -397,6 +400,13 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
             return
         if u.path == "/reflect":
             self._reflect(q, body_wanted)
+            return
+        if u.path == "/stall":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n"
+                             b"Content-Type: text/plain\r\n\r\n0123456789")
+            self.wfile.flush()
+            time.sleep(int(q.get("ms", ["20000"])[0]) / 1000.0)
+            self.close_connection = True
             return
         if u.path == "/bad-response":
             self.wfile.write(BAD_RESPONSES[q.get("kind", ["dupcl"])[0]])

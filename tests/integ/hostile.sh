@@ -1,0 +1,590 @@
+#!/bin/bash
+# hostile.sh: what a hostile sandbox tries against one real sluiced, in the
+# namespace world of tests/integ/lib.sh: the holes of issue 13, each a check
+# that failed before its fix.
+#
+# usage: tests/integ/hostile.sh [-k] [-v]
+#   -k  keep the work directory (always kept when something fails)
+#   -v  print the last client output and sluiced's log tail on each failure
+# Environment: top_srcdir, top_builddir (set by make check), SLUICED,
+# SLUICECTL, PYTHON.
+# Exit: 0 all passed, 1 something failed, 77 skipped (not root, no ip netns
+# or nft, a tool missing).  Needs root: it creates namespaces.
+#
+# The sandbox "box" (sb) has the policy "hostile": allowed.test is
+# intercepted (/reflect gets a sealed credential, the rest passes),
+# dropsyn.test is intercepted and its upstream drops every SYN, other.test
+# and *.wild.test are allowed by name, denied.test and *.bad.test are
+# denied.  sluiced's resolver is tests/integ/dnsbad.py in up, which logs
+# every query it gets, answers the test names, REFUSED under refused.test,
+# SERVFAIL under servfail.test and nothing under silent.test.
+#
+#   crash_*   remote crashes: a refused answer with bytes still coming on a
+#             pipelined connection, an upstream that drops SYNs
+#   pre_*     the explicit proxy judges names and addresses before any
+#             resolution or 200: CONNECT, absolute form, every refused kind
+#   dnsq_*    no query ever reaches the resolver for a name the policy does
+#             not allow, whichever way it arrived
+#   res_*     a resolver that times out and refuses hundreds of names does
+#             not stop allowed names resolving; no query for google.com
+#   fmt_*     an unparseable DNS question is answered FORMERR at once
+#   daemon_*  the same sluiced throughout, and a clean end
+# Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
+
+# shellcheck source=tests/integ/check.sh
+. "$(dirname "$0")/check.sh"
+
+check_needs curl openssl dig timeout jq
+check_work hostile
+[ -x "$SLUICECTL" ] || setup_fail "$SLUICECTL not built"
+PKI=$WORK/pki CA=$WORK/pki/ca.pem STATE=$WORK/state KEYS=$WORK/keys
+SOCK=$WORK/control.sock POLDIR=$WORK/policy.d AUDIT=$WORK/audit.jsonl
+SECDIR=$WORK/secrets BOX_CA=$WORK/box.pem QLOG=$WORK/queries.log
+DNSBAD=$top_srcdir/tests/integ/dnsbad.py
+
+last="" out=""
+check_verbose() {
+	echo "    last: $last"
+	printf '%s\n' "$out" | head -20 | sed 's/^/    out: /'
+	tail -5 "$WORK/sluiced.log" | sed 's/^/    log: /'
+}
+check_failed() {
+	[ -n "$SL_PID" ] && ! kill -0 "$SL_PID" 2>/dev/null &&
+	    why="${why:-"$* failed"} (sluiced is no longer running: $(sanitizer))"
+}
+short() { printf '%s' "$1" | tr '\n' ' ' | head -c 600; }
+
+in_sb() { timeout 30 ip netns exec "$NS_SB" "$@"; }
+RESOLVE=(--resolve allowed.test:443:198.18.1.10 --resolve dropsyn.test:443:198.18.1.21)
+cst="" cexit="" chdrs=""
+
+# hc [CURL-ARGS...] URL: curl from sb trusting box's CA only; sets cst,
+# cexit, chdrs; the body is in $WORK/c.b.
+hc() {
+	last="curl $*"
+	rm -f "$WORK/c.h" "$WORK/c.b"
+	cst=$(in_sb curl -sS --max-time "${HC_MAX:-8}" --cacert "$BOX_CA" "${RESOLVE[@]}" \
+	    -D "$WORK/c.h" -o "$WORK/c.b" -w '%{http_code}' "$@" 2>"$WORK/c.e")
+	cexit=$?
+	chdrs=$(tr -d '\r' <"$WORK/c.h" 2>/dev/null)
+	cat "$WORK/c.h" "$WORK/c.b" "$WORK/c.e" >>"$SEEN" 2>/dev/null
+	out="$cst $(head -c 400 "$WORK/c.b" 2>/dev/null) $(tail -3 "$WORK/c.e")"
+}
+# px [CURL-ARGS...] URL: the same through the explicit proxy
+px() { hc --proxy http://198.18.0.1:3128 "$@"; }
+
+# raw HOST PORT TLS_NAME FILE: sends FILE's bytes from sb (over TLS when
+# TLS_NAME is not "-", trusting box's CA), then reads until the peer closes
+# (8 s at most); what came back is in $WORK/raw.out.
+raw() {
+	last="raw $*"
+	in_sb "$PY" - "$@" >"$WORK/raw.out" 2>"$WORK/raw.err" <<-EOF
+	import socket, ssl, sys, time
+	host, port, name, f = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+	s = socket.create_connection((host, port), timeout=8)
+	if name != "-":
+	    ctx = ssl.create_default_context(cafile="$BOX_CA")
+	    s = ctx.wrap_socket(s, server_hostname=name)
+	s.sendall(open(f, "rb").read())
+	end = time.time() + 8
+	while time.time() < end:
+	    try:
+	        b = s.recv(65536)
+	    except (ConnectionError, ssl.SSLError, socket.timeout, OSError) as e:
+	        sys.stderr.write("recv: %s\n" % e)
+	        break
+	    if not b:
+	        break
+	    sys.stdout.buffer.write(b)
+	    sys.stdout.flush()
+	EOF
+	out=$(head -c 600 "$WORK/raw.out")
+	cat "$WORK/raw.out" >>"$SEEN"
+}
+
+alive() {
+	kill -0 "$SL_PID" 2>/dev/null || { why="sluiced ($SL_PID) is gone: $(sanitizer)"; return 1; }
+	hc https://allowed.test/pub/alive
+	[ "$cst" = 200 ] || { why="after it, a plain request got $cst (exit $cexit)"; return 1; }
+}
+
+# ---------------------------------------------------------------- the world and sluiced
+
+world_init
+"$top_srcdir/certs/mkpki.sh" "$PKI" $WORLD_CERT_NAMES >"$WORK/mkpki.log" 2>&1 ||
+    setup_fail "certs/mkpki.sh failed (see $WORK/mkpki.log)"
+world_up >"$WORK/world.log" 2>&1 || setup_fail "world_up: $(tail -1 "$WORK/world.log")"
+world_start_upstreams "$PKI" "$STATE" "$WORK" 2>>"$WORK/world.log" ||
+    setup_fail "upstreams did not start (see $WORK/upstream.log)"
+world_load_nft >>"$WORK/world.log" 2>&1 || setup_fail "cannot load contrib/sluice.nft"
+# dropsyn.test: an address in up whose SYNs are dropped
+ip -n "$NS_UP" addr add 198.18.1.21/24 dev eth0 &&
+in_ns "$NS_UP" nft -f - <<-EOF || setup_fail "cannot drop SYNs to 198.18.1.21"
+table inet hostile {
+	chain input {
+		type filter hook input priority 0;
+		ip daddr 198.18.1.21 tcp flags syn drop
+	}
+}
+EOF
+# sluiced's resolver, in place of dnsmasq
+world_spawn "$NS_UP" "$WORK/dnsbad.out" "$PY" "$DNSBAD" --listen 198.18.1.2:53 \
+    --log "$QLOG" --zone allowed.test=198.18.1.10 --zone other.test=198.18.1.11 \
+    --zone denied.test=198.18.1.12 --zone dropsyn.test=198.18.1.21 \
+    --zone a.wild.test=198.18.1.11 --zone x.bad.test=198.18.1.12 \
+    --zone fresh1.wild.test=198.18.1.11 --zone fresh2.wild.test=198.18.1.11 \
+    --zone fresh3.wild.test=198.18.1.11 --zone fresh4.wild.test=198.18.1.11 \
+    --zone fresh5.wild.test=198.18.1.11
+DNS_PID=$SPAWNED
+for i in $(seq 50); do
+	[ -s "$QLOG" ] && break
+	in_ns "$NS_UP" dig +time=1 +tries=1 +short @198.18.1.2 ready.probe A >/dev/null 2>&1
+	sleep 0.1
+done
+[ -s "$QLOG" ] || setup_fail "dnsbad.py did not start: $(tail -2 "$WORK/dnsbad.out")"
+
+"$SLUICECTL" keygen --out "$KEYS" >"$WORK/keygen.log" 2>&1 ||
+    setup_fail "sluicectl keygen: $(tail -1 "$WORK/keygen.log")"
+mkdir -p "$SECDIR" "$POLDIR"
+TOK="tok-$(head -c 12 /dev/urandom | base64 | tr -d '\n=' | tr '+/' 'xy')"
+printf '%s\n' "$TOK" >"$WORK/canary-values"
+printf '%s' "$TOK" | "$SLUICECTL" seal --pub "$KEYS/gateway.pub" --name tok \
+    --host allowed.test --secret-version 1 >"$SECDIR/tok.sealed" 2>"$WORK/seal.log" ||
+    setup_fail "sealing: $(tail -1 "$WORK/seal.log")"
+
+cp "$top_srcdir/policy.d/default.yaml" "$POLDIR/"
+cat >"$POLDIR/hostile.yaml" <<EOF
+# hostile: box's policy
+name: hostile
+egress:
+  default: deny
+  allow:
+    - domain: other.test
+    - domain: "*.wild.test"
+    - domain: "*.refused.test"
+    - domain: "*.servfail.test"
+    - domain: "*.silent.test"
+  deny:
+    - domain: denied.test
+    - domain: "*.bad.test"
+    - cidr: 198.18.1.13/32
+intercept:
+  - name: inj
+    match: {host: allowed.test, path: /reflect}
+    inject:
+      set: {authorization: "Bearer {{secret:tok}}"}
+  - name: pub
+    match: {host: allowed.test}
+    action: pass
+  - name: dropsyn
+    match: {host: dropsyn.test}
+    action: pass
+EOF
+cat >"$WORK/sluiced.yaml" <<EOF
+# generated by tests/integ/hostile.sh
+listen:
+  transparent: ["0.0.0.0:15001", "[::]:15001"]
+  proxy: ["198.18.0.1:3128"]
+  dns: ["0.0.0.0:15053", "[::]:15053"]
+  control: $SOCK
+resolvers: ["198.18.1.2:53"]
+policy_dir: $POLDIR
+secret_dir: $SECDIR
+gateway_key: $KEYS/gateway.key
+upstream_ca: $CA
+audit: {path: $AUDIT}
+workers: 2
+timeouts: {handshake: 5s, idle: 3s, connect: 1s}
+EOF
+: >"$AUDIT"
+"$SLUICED" -c "$WORK/sluiced.yaml" --check >"$WORK/check.log" 2>&1 ||
+    setup_fail "sluiced --check: $(tail -2 "$WORK/check.log")"
+world_spawn "$NS_GW" "$WORK/sluiced.log" "$SLUICED" -c "$WORK/sluiced.yaml"
+SL_PID=$SPAWNED
+if ! world_wait_listen "$NS_GW" 15001 100 || ! world_wait_file "$SOCK" 50; then
+	setup_fail "sluiced did not start: $(tail -3 "$WORK/sluiced.log" | tr '\n' ' ')"
+fi
+T_START=$(date +%s)
+api POST /v1/sandboxes '{"id":"box","sources":["198.18.0.2","fd00:5c::1:2"],"policy":"hostile"}'
+[ "$st" = 201 ] || setup_fail "registering box: $st $(short "$out")"
+jq -j .ca_pem <<<"$out" >"$BOX_CA"
+
+# ================================================================ crash
+
+# Two pipelined requests on the inject rule: the first is answered with a
+# content coding (so refused, 502) while its body is still coming, the
+# second is a plain pass.  sluiced once pumped the rest of the coded body
+# on a closing connection and ran on freed memory.
+crash_coded_pipelined() {
+	local i
+	printf 'GET /reflect?ce=gzip&chunk=1 HTTP/1.1\r\nHost: allowed.test\r\n\r\nGET /pub/x HTTP/1.1\r\nHost: allowed.test\r\n\r\n' >"$WORK/req"
+	for i in 1 2 3; do
+		raw 198.18.1.10 443 allowed.test "$WORK/req"
+		grep -q '^HTTP/1.1 502' "$WORK/raw.out" ||
+		    { why="run $i: no 502 for the coded answer: $(short "$out")"; return 1; }
+		grep -q 'response-not-redactable' "$WORK/raw.out" ||
+		    { why="run $i: the 502 does not say why: $(short "$out")"; return 1; }
+		! grep -q 'Content-Encoding' "$WORK/raw.out" ||
+		    { why="run $i: the coded answer reached the sandbox"; return 1; }
+		kill -0 "$SL_PID" 2>/dev/null || { why="run $i: sluiced died: $(sanitizer)"; return 1; }
+	done
+	alive
+}
+# the same with a malformed answer while bytes are still coming
+crash_malformed_pipelined() {
+	printf 'GET /bad-response?kind=dupcl HTTP/1.1\r\nHost: allowed.test\r\n\r\nGET /pub/x HTTP/1.1\r\nHost: allowed.test\r\n\r\n' >"$WORK/req"
+	raw 198.18.1.10 443 allowed.test "$WORK/req"
+	grep -q '^HTTP/1.1 502' "$WORK/raw.out" || { why="no 502: $(short "$out")"; return 1; }
+	alive
+}
+# an upstream that stops mid-answer (the idle timeout, 3 s, ends it) with
+# a second request pipelined behind: the connection ends, sluiced lives
+crash_stall_pipelined() {
+	local t0 t1
+	printf 'GET /stall?ms=8000 HTTP/1.1\r\nHost: allowed.test\r\n\r\nGET /pub/x HTTP/1.1\r\nHost: allowed.test\r\n\r\n' >"$WORK/req"
+	t0=$(date +%s%N)
+	raw 198.18.1.10 443 allowed.test "$WORK/req"
+	t1=$(date +%s%N)
+	grep -q '^0123456789' "$WORK/raw.out" || { why="the answer's start did not come: $(short "$out")"; return 1; }
+	[ $(( (t1 - t0) / 1000000 )) -lt 7000 ] || { why="still open after $(( (t1 - t0) / 1000000 )) ms"; return 1; }
+	alive
+}
+# An intercepted request whose upstream drops SYNs: 504 after
+# timeouts.connect (1 s), and sluiced lives on.
+crash_dropsyn() {
+	local i t0 t1
+	for i in 1 2; do
+		t0=$(date +%s%N)
+		hc https://dropsyn.test/x
+		t1=$(date +%s%N)
+		[ "$cst" = 504 ] || { why="run $i: $cst (exit $cexit), want 504: $(short "$out")"; return 1; }
+		[ $(( (t1 - t0) / 1000000 )) -lt 4000 ] || { why="run $i: the 504 took $(( (t1 - t0) / 1000000 )) ms"; return 1; }
+	done
+	sleep 1.5	# a second timeout event would come now
+	alive
+}
+
+# two requests pipelined to it: one 504, then the connection ends
+crash_dropsyn_pipelined() {
+	printf 'GET /a HTTP/1.1\r\nHost: dropsyn.test\r\n\r\nGET /b HTTP/1.1\r\nHost: dropsyn.test\r\n\r\n' >"$WORK/req"
+	raw 198.18.1.21 443 dropsyn.test "$WORK/req"
+	[ "$(grep -c '^HTTP/1.1' "$WORK/raw.out")" = 1 ] && grep -q '^HTTP/1.1 504' "$WORK/raw.out" ||
+	    { why="want exactly one answer, a 504: $(short "$out")"; return 1; }
+	sleep 1.5
+	alive
+}
+
+check crash_coded_pipelined crash_coded_pipelined
+check crash_malformed_pipelined crash_malformed_pipelined
+check crash_stall_pipelined crash_stall_pipelined
+check crash_dropsyn crash_dropsyn
+check crash_dropsyn_pipelined crash_dropsyn_pipelined
+
+# ================================================================ pre
+
+RND=$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')
+EXFIL=()	# names that must never reach the resolver
+
+# proxy_ask REQUEST-HEAD: sends it to the explicit proxy from sb, reads the
+# answer (the proxy closes after a refusal); sets pst (the status) and
+# pbody.
+pst="" pbody=""
+proxy_ask() {
+	last="proxy: $1"
+	printf '%b' "$1" >"$WORK/req"
+	in_sb "$PY" - "$WORK/req" >"$WORK/raw.out" 2>"$WORK/raw.err" <<-'EOF'
+	import socket, sys
+	s = socket.create_connection(("198.18.0.1", 3128), timeout=8)
+	s.sendall(open(sys.argv[1], "rb").read())
+	b = b""
+	while b"\r\n\r\n" not in b:
+	    x = s.recv(65536)
+	    if not x:
+	        break
+	    b += x
+	head, _, body = b.partition(b"\r\n\r\n")
+	n = 0
+	for l in head.split(b"\r\n")[1:]:
+	    k, _, v = l.partition(b":")
+	    if k.strip().lower() == b"content-length":
+	        n = int(v)
+	while len(body) < n:
+	    x = s.recv(65536)
+	    if not x:
+	        break
+	    body += x
+	sys.stdout.buffer.write(head + b"\r\n\r\n" + body)
+	EOF
+	out=$(head -c 600 "$WORK/raw.out")
+	cat "$WORK/raw.out" >>"$SEEN"
+	pst=$(head -n1 "$WORK/raw.out" | tr -d '\r' | awk '{print $2}')
+	pbody=$(sed '1,/^\r$/d' "$WORK/raw.out")
+}
+# asked NAME: 0 if the resolver got a question for exactly NAME
+asked() { awk '{print tolower($1)}' "$QLOG" | grep -qxF -- "$1"; }
+# pre_refused AUTHORITY REASON: CONNECT AUTHORITY gets sluice's 403 with
+# REASON at once (no 200 before it)
+pre_refused() {
+	proxy_ask "CONNECT $1 HTTP/1.1\r\nHost: $1\r\n\r\n"
+	[ "$pst" = 403 ] || { why="CONNECT $1: status $pst, want 403: $(short "$out")"; return 1; }
+	! grep -q '200 Connection established' "$WORK/raw.out" || { why="CONNECT $1: a 200 came first"; return 1; }
+	jq -e --arg r "$2" '.error == "denied" and .reason == $r' <<<"$pbody" >/dev/null ||
+	    { why="CONNECT $1: not reason $2: $(short "$pbody")"; return 1; }
+}
+pre_names() {
+	local n
+	for n in "x$RND.exfil.test:443=not-allowed" "denied.test:443=deny-name" \
+	    "y$RND.denied.test:443=not-allowed" "z$RND.bad.test:443=deny-name" \
+	    "wild.test:443=not-allowed" "localhost:443=not-allowed" \
+	    "metadata.google.internal:80=not-allowed" "q$RND.refused.test.evil:443=not-allowed"; do
+		pre_refused "${n%=*}" "${n##*=}" || return 1
+		EXFIL+=("${n%%:*}")
+	done
+}
+pre_addresses() {
+	local n
+	for n in 198.18.1.1:3128=forbidden-address 198.18.0.1:3128=forbidden-address \
+	    127.0.0.1:80=forbidden-address 169.254.169.254:80=forbidden-address \
+	    '[::1]:443=forbidden-address' 198.18.1.13:443=deny-cidr \
+	    10.0.0.5:443=private-address; do
+		pre_refused "${n%=*}" "${n##*=}" || return 1
+	done
+}
+# an absolute-form request for a name not allowed: 403, nothing resolved
+pre_absolute() {
+	proxy_ask "GET http://a$RND.exfil.test/x HTTP/1.1\r\nHost: a$RND.exfil.test\r\n\r\n"
+	EXFIL+=("a$RND.exfil.test")
+	[ "$pst" = 403 ] || { why="absolute form: status $pst: $(short "$out")"; return 1; }
+	jq -e '.reason == "not-allowed"' <<<"$pbody" >/dev/null || { why="absolute form: $(short "$pbody")"; return 1; }
+}
+# allowed names still go through, and are resolved
+pre_allowed() {
+	proxy_ask "CONNECT other.test:443 HTTP/1.1\r\nHost: other.test:443\r\n\r\n"
+	[ "$pst" = 200 ] || { why="CONNECT other.test:443: $pst: $(short "$out")"; return 1; }
+	proxy_ask "CONNECT a.wild.test:443 HTTP/1.1\r\nHost: a.wild.test:443\r\n\r\n"
+	[ "$pst" = 200 ] || { why="CONNECT a.wild.test:443: $pst: $(short "$out")"; return 1; }
+	asked other.test && asked a.wild.test ||
+	    { why="the resolver was not asked for the allowed names"; return 1; }
+}
+
+check pre_names pre_names
+check pre_addresses pre_addresses
+check pre_absolute pre_absolute
+check pre_allowed pre_allowed
+
+# ================================================================ dnsq
+
+# the other ways a name arrives: SNI, Host on plain HTTP, a DNS question
+dnsq_transparent() {
+	local n
+	n="s$RND.exfil.test"
+	EXFIL+=("$n")
+	in_sb "$PY" - "$n" <<-'EOF' >/dev/null 2>&1
+	import socket, ssl, sys
+	ctx = ssl.create_default_context()
+	ctx.check_hostname = False
+	ctx.verify_mode = ssl.CERT_NONE
+	try:
+	    s = socket.create_connection(("198.18.1.11", 443), timeout=5)
+	    ctx.wrap_socket(s, server_hostname=sys.argv[1])
+	except Exception:
+	    pass
+	EOF
+	n="h$RND.exfil.test"
+	EXFIL+=("$n")
+	printf 'GET / HTTP/1.1\r\nHost: %s\r\n\r\n' "$n" >"$WORK/req"
+	raw 198.18.1.11 80 - "$WORK/req"
+	grep -q '^HTTP/1.1 403' "$WORK/raw.out" || { why="plain HTTP Host $n: $(short "$out")"; return 1; }
+	n="d$RND.exfil.test"
+	EXFIL+=("$n")
+	out=$(in_sb dig +time=2 +tries=1 @198.18.0.1 "$n" A)
+	grep -q 'status: NXDOMAIN' <<<"$out" || { why="DNS $n: $(short "$out")"; return 1; }
+}
+# none of the names the policy does not allow reached the resolver, and
+# nothing nobody asked for did
+dnsq_none() {
+	local n
+	[ ${#EXFIL[@]} -ge 10 ] || { why="only ${#EXFIL[@]} names tried"; return 1; }
+	for n in "${EXFIL[@]}"; do
+		if asked "$n"; then
+			why="the resolver was asked for $n"
+			return 1
+		fi
+	done
+	! grep -qi 'google' "$QLOG" || { why="a query nobody asked for: $(grep -i google "$QLOG" | head -1)"; return 1; }
+}
+
+check dnsq_transparent dnsq_transparent
+check dnsq_none dnsq_none
+
+# ================================================================ res
+
+# storm N: from sb, N names under each of refused.test, servfail.test and
+# silent.test, asked every way at once: SNI, CONNECT, absolute form, DNS
+storm() {
+	in_sb "$PY" - "$1" "$RND" <<-'EOF'
+	import socket, ssl, struct, sys, threading
+	n, rnd = int(sys.argv[1]), sys.argv[2]
+	def sni(name):
+	    ctx = ssl.create_default_context()
+	    ctx.check_hostname = False
+	    ctx.verify_mode = ssl.CERT_NONE
+	    try:
+	        s = socket.create_connection(("198.18.1.11", 443), timeout=6)
+	        ctx.wrap_socket(s, server_hostname=name)
+	    except Exception:
+	        pass
+	def proxy(head):
+	    try:
+	        s = socket.create_connection(("198.18.0.1", 3128), timeout=6)
+	        s.sendall(head.encode())
+	        s.recv(4096)
+	        s.close()
+	    except Exception:
+	        pass
+	def dns(name):
+	    q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+	    for l in name.split("."):
+	        q += bytes([len(l)]) + l.encode()
+	    q += b"\0" + struct.pack(">HH", 1, 1)
+	    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+	    s.settimeout(4)
+	    try:
+	        s.sendto(q, ("198.18.0.1", 53))
+	        s.recv(4096)
+	    except Exception:
+	        pass
+	ts = []
+	for i in range(n):
+	    for z in ("refused", "servfail", "silent"):
+	        name = "n%d-%s.%s.test" % (i, rnd, z)
+	        w = i % 4
+	        if w == 0:
+	            t = threading.Thread(target=sni, args=(name,))
+	        elif w == 1:
+	            t = threading.Thread(target=proxy, args=("CONNECT %s:443 HTTP/1.1\r\n\r\n" % name,))
+	        elif w == 2:
+	            t = threading.Thread(target=proxy, args=("GET http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n" % (name, name),))
+	        else:
+	            t = threading.Thread(target=dns, args=(name,))
+	        t.start()
+	        ts.append(t)
+	for t in ts:
+	    t.join()
+	EOF
+}
+# ms_to_200 AUTHORITY: milliseconds until the proxy answers its CONNECT 200
+ms_to_200() {
+	in_sb "$PY" - "$1" <<-'EOF'
+	import socket, sys, time
+	t = time.time()
+	s = socket.create_connection(("198.18.0.1", 3128), timeout=5)
+	s.sendall(("CONNECT %s HTTP/1.1\r\n\r\n" % sys.argv[1]).encode())
+	b = s.recv(4096)
+	print("%d %s" % ((time.time() - t) * 1000, b.split(b"\r\n")[0].decode()))
+	EOF
+}
+# while hundreds of names time out and are refused, allowed names that
+# were never asked before resolve and connect within a second
+res_storm() {
+	local pid i r
+	storm 100 >/dev/null 2>&1 &
+	pid=$!
+	# measured once the storm is under way: 100 silent names in flight
+	for i in $(seq 100); do
+		[ "$(grep -c "$RND\.silent\.test " "$QLOG")" -ge 100 ] && break
+		sleep 0.05
+	done
+	for i in 1 2 3; do
+		r=$(ms_to_200 "fresh$i.wild.test:443")
+		[ "${r#* }" = "HTTP/1.1 200 Connection established" ] && [ "${r%% *}" -lt 1000 ] ||
+		    { why="during the storm, fresh$i.wild.test: $r"; wait "$pid"; return 1; }
+	done
+	wait "$pid"
+	grep -q "refused.test" "$QLOG" && grep -q "silent.test" "$QLOG" ||
+	    { why="the storm did not reach the resolver"; return 1; }
+	for i in 4 5; do
+		r=$(ms_to_200 "fresh$i.wild.test:443")
+		[ "${r#* }" = "HTTP/1.1 200 Connection established" ] && [ "${r%% *}" -lt 1000 ] ||
+		    { why="after the storm, fresh$i.wild.test: $r"; return 1; }
+	done
+	hc https://allowed.test/pub/after-storm
+	[ "$cst" = 200 ] || { why="after the storm, intercepted: $cst"; return 1; }
+}
+# no query for a name nobody asked for (evdns probed with google.com)
+# A resolver that answers REFUSED, then nothing else for 12 s: libevent's
+# resolver marked it down and probed it with google.com after 10 s.
+res_no_probe() {
+	local i
+	for i in 1 2 3; do
+		proxy_ask "CONNECT p$i-$RND.refused.test:443 HTTP/1.1\r\n\r\n"
+		[ "$pst" = 403 ] || { why="CONNECT p$i-$RND.refused.test: $pst"; return 1; }
+	done
+	sleep 12
+	! grep -qi 'google' "$QLOG" || { why="$(grep -i google "$QLOG" | head -1)"; return 1; }
+	! grep -vE '\.test |^ready\.probe ' "$QLOG" | grep -q . ||
+	    { why="queries for names nobody asked for: $(grep -vE '\.test |^ready\.probe ' "$QLOG" | head -3 | tr '\n' ' ')"; return 1; }
+}
+
+check res_storm res_storm
+check res_no_probe res_no_probe
+
+# ================================================================ fmt
+
+# dns_raw HEX: sends the datagram from sb to the DNS filter, prints the
+# answer's hex (nothing when none came within 2 s)
+dns_raw() {
+	in_sb "$PY" - "$1" <<-'EOF'
+	import socket, sys
+	s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+	s.settimeout(2)
+	s.sendto(bytes.fromhex(sys.argv[1]), ("198.18.0.1", 53))
+	try:
+	    print(s.recv(4096).hex())
+	except socket.timeout:
+	    pass
+	EOF
+}
+# a question that does not parse (a label that overruns the message):
+# FORMERR at once, with the query's id, never larger than the question
+fmt_formerr() {
+	local q=abcd01000001000000000000ff616263 r
+	r=$(dns_raw "$q")
+	[ -n "$r" ] || { why="no answer to an unparseable question"; return 1; }
+	[ "${r:0:4}" = abcd ] || { why="answer id ${r:0:4}, want abcd"; return 1; }
+	[ $(( 0x${r:6:2} & 0x0f )) = 1 ] && [ $(( 0x${r:4:2} & 0x80 )) = 128 ] ||
+	    { why="not a FORMERR answer: $r"; return 1; }
+	[ ${#r} -le ${#q} ] || { why="the answer ($(( ${#r} / 2 )) bytes) is larger than the question"; return 1; }
+}
+# a header that is not there: nothing back, and sluiced lives on
+fmt_short() {
+	local r
+	r=$(dns_raw abcd0100)
+	[ -z "$r" ] || { why="an answer to 4 bytes: $r"; return 1; }
+	out=$(in_sb dig +time=2 +tries=1 @198.18.0.1 other.test A)
+	grep -q 'status: NOERROR' <<<"$out" || { why="then other.test: $(short "$out")"; return 1; }
+}
+
+check fmt_formerr fmt_formerr
+check fmt_short fmt_short
+
+# ================================================================ daemon
+
+daemon_same() {
+	kill -0 "$SL_PID" 2>/dev/null || { why="sluiced ($SL_PID) is gone: $(sanitizer)"; return 1; }
+	api GET /v1/status
+	[ "$st" = 200 ] && [ "$(jq -r .uptime_s <<<"$out")" -ge $(( $(date +%s) - T_START - 1 )) ] ||
+	    { why="status $st: restarted?"; return 1; }
+}
+daemon_ends() {
+	local san
+	world_stop "$SL_PID" TERM 80
+	san=$(sanitizer)
+	[ -z "$san" ] || { why="sanitizer: $san"; return 1; }
+	[ "$WORLD_STOP_STATUS" = 0 ] || { why="exit status $WORLD_STOP_STATUS after SIGTERM"; return 1; }
+}
+
+check daemon_same daemon_same
+check daemon_ends daemon_ends
+
+check_done
