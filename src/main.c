@@ -11,12 +11,12 @@
 #include <openssl/ssl.h>
 #include <sodium.h>
 
-#include "config.h"
-#include "daemon.h"
-#include "err.h"
-#include "log.h"
-#include "secrets.h"
-#include "state.h"
+#include "conf/config.h"
+#include "daemon/daemon.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "keys/secrets.h"
+#include "loop/state.h"
 
 static void
 usage(FILE *f)

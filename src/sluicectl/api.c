@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "util/err.h"
 #include "sluicectl/api.h"
 #include "sluicectl/sluicectl.h"
 #include "sluicectl/http.h"

@@ -8,8 +8,8 @@
 
 #include <jansson.h>
 
-#include "err.h"
-#include "yamltree.h"
+#include "util/err.h"
+#include "util/yamltree.h"
 #include "sluicectl/api.h"
 #include "sluicectl/sluicectl.h"
 #include "sluicectl/out.h"

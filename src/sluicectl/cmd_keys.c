@@ -16,9 +16,9 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "err.h"
-#include "names.h"
-#include "sealed.h"
+#include "util/err.h"
+#include "util/names.h"
+#include "keys/sealed.h"
 #include "sluicectl/out.h"
 #include "sluicectl/sluicectl.h"
 

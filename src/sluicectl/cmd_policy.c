@@ -10,9 +10,9 @@
 
 #include <jansson.h>
 
-#include "err.h"
-#include "policy.h"
-#include "yamltree.h"
+#include "util/err.h"
+#include "conf/policy.h"
+#include "util/yamltree.h"
 #include "sluicectl/api.h"
 #include "sluicectl/sluicectl.h"
 #include "sluicectl/out.h"

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "util/err.h"
 #include "sluicectl/api.h"
 #include "sluicectl/sluicectl.h"
 #include "sluicectl/out.h"

@@ -16,7 +16,7 @@
 
 #include <llhttp.h>
 
-#include "err.h"
+#include "util/err.h"
 #include "sluicectl/http.h"
 
 /* What llhttp's callbacks fill while the answer comes in. */

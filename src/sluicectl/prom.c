@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "util/err.h"
 #include "sluicectl/prom.h"
 
 #define BLANKS	" \t"

@@ -7,9 +7,9 @@
 
 #include <jansson.h>
 
-#include "err.h"
-#include "policy.h"
-#include "yamltree.h"
+#include "util/err.h"
+#include "conf/policy.h"
+#include "util/yamltree.h"
 #include "sluicectl/yaml2json.h"
 
 /* Whether s is -?[0-9]+ and fits a json_int_t. */

@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "util/err.h"
 
 /*
  * Converts one YAML document (buf, len bytes) to JSON: mappings become

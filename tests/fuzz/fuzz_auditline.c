@@ -38,9 +38,9 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "auditfmt.h"
-#include "err.h"
-#include "signkey.h"
+#include "audit/auditfmt.h"
+#include "util/err.h"
+#include "keys/signkey.h"
 
 int	LLVMFuzzerInitialize(int *argc, char ***argv);
 int	LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);

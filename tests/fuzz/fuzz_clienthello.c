@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sniff.h"
+#include "parse/sniff.h"
 
 static const size_t limits[] = {
 	0, 5, 9, 64, 300, 512, 16384, 16389, 65536, SIZE_MAX,

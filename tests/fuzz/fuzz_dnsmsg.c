@@ -27,11 +27,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "addr.h"
-#include "dnsmsg.h"
-#include "err.h"
-#include "names.h"
-#include "sniff.h"
+#include "util/addr.h"
+#include "parse/dnsmsg.h"
+#include "util/err.h"
+#include "util/names.h"
+#include "parse/sniff.h"
 
 #define UPID	0x4242
 #define QID	0x1111

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "err.h"
-#include "httphead.h"
+#include "util/err.h"
+#include "parse/httphead.h"
 
 #define MAXCUTS	16
 #define MAXEV	256

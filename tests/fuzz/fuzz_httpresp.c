@@ -28,10 +28,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "err.h"
-#include "httpfwd.h"
-#include "httphead.h"
-#include "httpresp.h"
+#include "util/err.h"
+#include "parse/httpfwd.h"
+#include "parse/httphead.h"
+#include "parse/httpresp.h"
 
 #define MAXCUTS		16
 #define MAXEV		256

@@ -7,9 +7,9 @@
 
 #include <sodium.h>
 
-#include "addr.h"
-#include "err.h"
-#include "policy.h"
+#include "util/addr.h"
+#include "util/err.h"
+#include "conf/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

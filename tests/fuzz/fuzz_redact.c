@@ -28,8 +28,8 @@
 
 #include <sodium.h>
 
-#include "err.h"
-#include "redact.h"
+#include "util/err.h"
+#include "util/redact.h"
 
 #define MAXPATS		4
 #define MAXCUTS		16

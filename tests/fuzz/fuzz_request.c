@@ -21,10 +21,10 @@
 
 #include <sodium.h>
 
-#include "err.h"
-#include "httphead.h"
-#include "httppath.h"
-#include "policy.h"
+#include "util/err.h"
+#include "parse/httphead.h"
+#include "parse/httppath.h"
+#include "conf/policy.h"
 
 #define REF_MAX_CELLS	(1u << 20)	/* reference matchers skip beyond */
 #define XGLOB_HEADERS	16		/* header values tried with x-glob */

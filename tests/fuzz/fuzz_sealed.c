@@ -27,7 +27,7 @@
 
 #include <sodium.h>
 
-#include "sealed.h"
+#include "keys/sealed.h"
 
 int	LLVMFuzzerInitialize(int *argc, char ***argv);
 int	LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);

@@ -9,8 +9,8 @@
 #include <arpa/inet.h>
 #include <cmocka.h>
 
-#include "addr.h"
-#include "err.h"
+#include "util/addr.h"
+#include "util/err.h"
 
 static struct sl_addr
 must_parse(const char *s)

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "addr.h"
-#include "cidr.h"
-#include "err.h"
+#include "util/addr.h"
+#include "util/cidr.h"
+#include "util/err.h"
 
 #define MAXSEEN	256
 

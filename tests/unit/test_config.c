@@ -13,10 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "config.h"
-#include "err.h"
-#include "yamltree.h"
+#include "util/addr.h"
+#include "conf/config.h"
+#include "util/err.h"
+#include "util/yamltree.h"
 
 #define FIXTURE(f)	TEST_SRCDIR "/fixtures/config/" f
 

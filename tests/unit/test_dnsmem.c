@@ -10,7 +10,7 @@
 
 #include <sodium.h>
 
-#include "dnsmem.h"
+#include "dns/dnsmem.h"
 
 static struct sl_addr
 A(const char *s)

@@ -12,10 +12,10 @@
 
 #include <cmocka.h>
 
-#include "addr.h"
-#include "dnsmsg.h"
-#include "err.h"
-#include "sniff.h"
+#include "util/addr.h"
+#include "parse/dnsmsg.h"
+#include "util/err.h"
+#include "parse/sniff.h"
 
 #define UPID	0x4242		/* the id of our upstream queries */
 #define QID	0x1111		/* the sandbox's id */

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "err.h"
-#include "httphead.h"
+#include "util/err.h"
+#include "parse/httphead.h"
 
 #define LIMIT	65536
 #define MAXEV	32

@@ -13,10 +13,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "err.h"
-#include "httpfwd.h"
-#include "httphead.h"
-#include "httpresp.h"
+#include "util/err.h"
+#include "parse/httpfwd.h"
+#include "parse/httphead.h"
+#include "parse/httpresp.h"
 
 #define LIMIT	65536
 #define MAXEV	32

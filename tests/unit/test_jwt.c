@@ -29,10 +29,10 @@
 #include <openssl/pem.h>
 #include <sodium.h>
 
-#include "err.h"
-#include "jwt.h"
-#include "sealed.h"
-#include "signkey.h"
+#include "util/err.h"
+#include "keys/jwt.h"
+#include "keys/sealed.h"
+#include "keys/signkey.h"
 
 #define KEYBIG		20000	/* over signkey.c's 16 KiB for a key file */
 #define NTOKENS		1000

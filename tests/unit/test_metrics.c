@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "metrics.h"
+#include "util/metrics.h"
 
 static unsigned long long
 count(struct mtable *t, const char *a, const char *b)

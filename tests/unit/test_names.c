@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "err.h"
-#include "names.h"
+#include "util/err.h"
+#include "util/names.h"
 
 static void
 expect_norm(const char *in, const char *want)

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "outbuf.h"
+#include "util/outbuf.h"
 
 static void
 t_append_in_order(void **st)

@@ -13,11 +13,11 @@
 
 #include <sodium.h>
 
-#include "addr.h"
-#include "cidr.h"
-#include "err.h"
-#include "names.h"
-#include "policy.h"
+#include "util/addr.h"
+#include "util/cidr.h"
+#include "util/err.h"
+#include "util/names.h"
+#include "conf/policy.h"
 
 #define FIXTURE(f)	TEST_SRCDIR "/fixtures/policy/" f
 #define SHIPPED(f)	TEST_SRCDIR "/../../policy.d/" f

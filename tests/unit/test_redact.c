@@ -11,8 +11,8 @@
 
 #include <sodium.h>
 
-#include "err.h"
-#include "redact.h"
+#include "util/err.h"
+#include "util/redact.h"
 
 #define MARK		REDACT_MARK
 #define MARK_LEN	(sizeof(REDACT_MARK) - 1)

@@ -13,10 +13,10 @@
 
 #include <sodium.h>
 
-#include "err.h"
-#include "httphead.h"
-#include "httppath.h"
-#include "policy.h"
+#include "util/err.h"
+#include "parse/httphead.h"
+#include "parse/httppath.h"
+#include "conf/policy.h"
 
 #define OUTSZ	(HTTP_MAX_TARGET + 1)
 

@@ -27,12 +27,12 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "addr.h"
-#include "config.h"
-#include "dnsmsg.h"
-#include "err.h"
-#include "resolve.h"
-#include "sniff.h"
+#include "util/addr.h"
+#include "conf/config.h"
+#include "parse/dnsmsg.h"
+#include "util/err.h"
+#include "loop/resolve.h"
+#include "parse/sniff.h"
 
 #define GUARD_S		30	/* a test that hangs this long fails */
 #define MAX_SEEN	8192

@@ -19,8 +19,8 @@
 #include <openssl/pem.h>
 #include <sodium.h>
 
-#include "err.h"
-#include "sealed.h"
+#include "util/err.h"
+#include "keys/sealed.h"
 
 static const char *const keyfiles[] = {
 	"gateway.key", "gateway.pub", "signing.key", "signing.pub",

@@ -18,11 +18,11 @@
 
 #include <sodium.h>
 
-#include "config.h"
-#include "inject.h"
-#include "policy.h"
-#include "sealed.h"
-#include "secrets.h"
+#include "conf/config.h"
+#include "keys/inject.h"
+#include "conf/policy.h"
+#include "keys/sealed.h"
+#include "keys/secrets.h"
 
 struct fx {
 	char		 dir[64];

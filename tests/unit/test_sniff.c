@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "sniff.h"
+#include "parse/sniff.h"
 
 #define LIMIT	16384
 

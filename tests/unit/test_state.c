@@ -13,9 +13,9 @@
 
 #include <sodium.h>
 
-#include "config.h"
-#include "policy.h"
-#include "state.h"
+#include "conf/config.h"
+#include "conf/policy.h"
+#include "loop/state.h"
 
 struct fixture {
 	char		 dir[64];

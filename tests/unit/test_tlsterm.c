@@ -19,9 +19,9 @@
 #include <openssl/x509v3.h>
 #include <sodium.h>
 
-#include "ca.h"
-#include "err.h"
-#include "tlsterm.h"
+#include "keys/ca.h"
+#include "util/err.h"
+#include "keys/tlsterm.h"
 
 #define DAY	86400u
 #define HOST	"api.example.test"

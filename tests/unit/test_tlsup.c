@@ -23,8 +23,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include "err.h"
-#include "tlsup.h"
+#include "util/err.h"
+#include "keys/tlsup.h"
 
 #define DAY	86400L
 

@@ -1,0 +1,1018 @@
+/*
+ * audit.c: the audit trail's writer.  Producers (workers, the control
+ * thread) put records in one bounded ring under a mutex; one writer
+ * thread takes everything queued at once, chains and hashes each record
+ * (auditfmt.h), adds checkpoints, writes the batch with one write(2), and
+ * syncs as the fsync mode says -- so with fsync always, many records
+ * share one fdatasync (group commit).
+ */
+#include "autoconf.h"
+
+#include <sys/stat.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+#include <sodium.h>
+
+#include "audit/audit.h"
+#include "audit/auditfmt.h"
+#include "util/err.h"
+#include "util/log.h"
+
+#define SYNC_MS		100	/* fsync batch: at most this late */
+#define SYNC_RECORDS	1000	/* or after this many records */
+#define MAX_NOTIFY	256	/* workers woken when records are durable */
+#define TAIL_READ	(2 * AUDIT_LINE_MAX)
+
+struct slot {
+	json_t		*rec;
+	uint64_t	 ticket;
+};
+
+struct audit {
+	struct audit_opts o;
+	char		*path;
+	int		 fd;		/* -1: records are dropped */
+	pthread_t	 thread;
+	int		 started;
+
+	/* The queue, and what the producers and the writer tell each other. */
+	pthread_mutex_t	 mtx;
+	pthread_cond_t	 wake;		/* the writer: work to do */
+	pthread_cond_t	 room;		/* producers: the ring has room */
+	struct slot	*ring;
+	size_t		 cap, head, n;
+	uint64_t	 tickets;	/* the last one given */
+	int		 stop, rotate;
+	struct event	*notify[MAX_NOTIFY];
+	size_t		 nnotify;
+	atomic_ullong	 durable;
+	atomic_int	 broken;	/* the writer failed: nothing is written */
+
+	/* The writer's own: the chain and the file. */
+	uint64_t	 seq;
+	char		 prev[AUDIT_HASH_HEX + 1];
+	uint64_t	 since_cp;	/* records after the last checkpoint */
+	struct timespec	 last_cp, last_sync;
+	uint64_t	 unsynced;	/* records written, not yet synced */
+	uint64_t	 size;
+
+	/* Figures, under mtx. */
+	uint64_t	 written, checkpoints, rotations, refused, cp_seq;
+	uint64_t	 dropped, dropped_told;	/* queue_full refuse: lost */
+	uint64_t	 pub_seq;	/* a->seq, for other threads */
+	char		 pub_head[AUDIT_HASH_HEX + 1];
+};
+
+static int	count_since_checkpoint(struct audit *);
+
+/* ---- time ----------------------------------------------------------- */
+
+static void
+format_ts(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+}
+
+static long
+ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) * 1000 +
+	    (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+/* ---- the file ------------------------------------------------------- */
+
+static int
+write_all(int fd, const char *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		if ((n = write(fd, buf, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return SL_ERR_IO;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Whether line[0..len) (no newline) is a record as auditfmt writes it:
+ * canonical, with a hash that matches.  Fills seq and hash.
+ */
+static int
+line_valid(const char *line, size_t len, uint64_t *seq, char *hash)
+{
+	uint8_t h[32];
+	char hex[AUDIT_HASH_HEX + 1], *canon = NULL, *again = NULL;
+	json_t *rec, *jh, *js;
+	int ok = 0;
+
+	if ((rec = json_loadb(line, len, JSON_ALLOW_NUL |
+	    JSON_REJECT_DUPLICATES, NULL)) == NULL)
+		return 0;
+	jh = json_object_get(rec, "hash");
+	js = json_object_get(rec, "seq");
+	if (!json_is_string(jh) || !json_is_integer(js) ||
+	    json_integer_value(js) < 1)
+		goto out;
+	again = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS |
+	    JSON_ENSURE_ASCII);
+	if (again == NULL || strlen(again) != len || memcmp(again, line, len))
+		goto out;
+	if ((canon = auditfmt_canonical(rec)) == NULL)
+		goto out;
+	crypto_generichash(h, sizeof(h), (const uint8_t *)canon,
+	    strlen(canon), NULL, 0);
+	sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+	if (strcmp(hex, json_string_value(jh)) != 0)
+		goto out;
+	*seq = (uint64_t)json_integer_value(js);
+	memcpy(hash, hex, sizeof(hex));
+	ok = 1;
+ out:
+	free(canon);
+	free(again);
+	json_decref(rec);
+	return ok;
+}
+
+/*
+ * Where the chain of the open file ends.  Sets a->seq and a->prev from the
+ * last complete line; a torn tail is cut off and described in *start
+ * (the record that will open this run).  Returns 0, 1 when the last line
+ * does not verify (the caller moves the file aside), or SL_ERR_IO.
+ */
+static int recover_any(struct audit *, json_t *, int);
+
+static int
+recover(struct audit *a, json_t *start)
+{
+	return recover_any(a, start, 0);
+}
+
+/* The same, read only (a rotated file): a torn tail is left as it is. */
+static int
+recover_ro(struct audit *a, json_t *start)
+{
+	return recover_any(a, start, 1);
+}
+
+static int
+recover_any(struct audit *a, json_t *start, int ro)
+{
+	struct stat sb;
+	off_t off, end;
+	char *buf, *nl, *last;
+	size_t got, torn;
+	ssize_t n;
+	uint8_t th[32];
+	char hex[AUDIT_HASH_HEX + 1];
+	int r = SL_ERR_IO;
+
+	if (fstat(a->fd, &sb) != 0)
+		return SL_ERR_IO;
+	end = sb.st_size;
+	a->size = (uint64_t)end;
+	if (end == 0)
+		return 0;		/* a new trail */
+	off = end > TAIL_READ ? end - TAIL_READ : 0;
+	if ((buf = malloc(TAIL_READ + 1)) == NULL)
+		return SL_ERR_NOMEM;
+	for (got = 0; got < (size_t)(end - off); got += (size_t)n)
+		if ((n = pread(a->fd, buf + got, (size_t)(end - off) - got,
+		    off + (off_t)got)) <= 0)
+			goto out;
+	buf[got] = '\0';
+	/* Bytes after the last newline are a line the crash cut short. */
+	nl = memrchr(buf, '\n', got);
+	torn = nl == NULL ? got : got - (size_t)(nl + 1 - buf);
+	if (torn > 0 && !ro) {
+		crypto_generichash(th, sizeof(th), (uint8_t *)buf + got - torn,
+		    torn, NULL, 0);
+		sodium_bin2hex(hex, sizeof(hex), th, sizeof(th));
+		if (ftruncate(a->fd, end - (off_t)torn) != 0)
+			goto out;
+		a->size -= torn;
+		json_object_set_new(start, "torn_bytes", json_integer(
+		    (json_int_t)torn));
+		json_object_set_new(start, "torn_hash", json_string(hex));
+		log_warnx("audit", "%s ended with %zu bytes of a torn record "
+		    "(a crash mid-write): cut off, and recorded", a->path,
+		    torn);
+	} else if (torn > 0)
+		a->size -= torn;	/* read only: counted as not there */
+	if (nl == NULL) {
+		r = off == 0 ? 0 : 1;	/* nothing whole, or a line too long */
+		goto out;
+	}
+	*nl = '\0';
+	last = memrchr(buf, '\n', (size_t)(nl - buf));
+	last = last == NULL ? buf : last + 1;
+	if (last == buf && off != 0) {
+		r = 1;			/* longer than any line we write */
+		goto out;
+	}
+	r = line_valid(last, (size_t)(nl - last), &a->seq, a->prev) ? 0 : 1;
+ out:
+	free(buf);
+	if (r == 0)
+		r = count_since_checkpoint(a);
+	return r;
+}
+
+/* The seq of a record line (canonical: "seq":N), or 0. */
+static uint64_t
+line_seq(const char *p, size_t len)
+{
+	const char *s = memmem(p, len, "\"seq\":", 6);
+
+	return s == NULL ? 0 : strtoull(s + 6, NULL, 10);
+}
+
+/*
+ * Records since the file's last checkpoint, so that the next checkpoint
+ * counts them all: found by reading the file backwards, block by block.
+ * With none in the file, every record of it (a rotated file's
+ * predecessor ended with one; a new trail starts at seq 1).
+ */
+static int
+count_since_checkpoint(struct audit *a)
+{
+	static const char cp[] = "\"type\":\"checkpoint\"";
+	char *buf = NULL, *nb;
+	off_t pos = (off_t)a->size, start;
+	size_t partial = 0, blen, len, end, k;
+	uint64_t first = 0;
+
+	while (pos > 0) {
+		start = pos > (off_t)AUDIT_LINE_MAX ? pos - AUDIT_LINE_MAX : 0;
+		blen = (size_t)(pos - start);
+		/* The block, then the line the block after it began. */
+		if ((nb = malloc(blen + partial)) == NULL) {
+			free(buf);
+			return SL_ERR_NOMEM;
+		}
+		if (pread(a->fd, nb, blen, start) != (ssize_t)blen) {
+			free(nb);
+			free(buf);
+			return SL_ERR_IO;
+		}
+		if (partial > 0)
+			memcpy(nb + blen, buf, partial);
+		free(buf);
+		buf = nb;
+		len = blen + partial;
+		for (end = len; end > 0; end = k) {
+			/* The line ending at end: from after the '\n' before it. */
+			for (k = end - 1; k > 0 && buf[k - 1] != '\n'; k--)
+				;
+			if (k == 0 && start > 0)
+				break;		/* it began in an earlier block */
+			if (memmem(buf + k, end - k, cp, sizeof(cp) - 1) != NULL) {
+				a->since_cp = a->seq - line_seq(buf + k, end - k);
+				free(buf);
+				return 0;
+			}
+			first = line_seq(buf + k, end - k);
+		}
+		partial = end;
+		if (partial > AUDIT_LINE_MAX)
+			break;		/* no line of ours is that long */
+		pos = start;
+	}
+	free(buf);
+	a->since_cp = first > 0 ? a->seq - first + 1 : a->seq;
+	return 0;
+}
+
+/* The folder of the trail, synced: a new or renamed file survives a crash. */
+static void
+sync_dir(const struct audit *a)
+{
+	char dir[4096], *slash;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s", a->path);
+	if ((slash = strrchr(dir, '/')) == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+static int
+open_file(struct audit *a)
+{
+	if ((a->fd = open(a->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0640)) == -1)
+		return SL_ERR_IO;
+	if (a->o.mode != AUDIT_FSYNC_NEVER)
+		sync_dir(a);
+	return 0;
+}
+
+/* The name a rotated or broken file is moved to: PATH.TAG-TIME[.N]. */
+static int
+aside_name(const struct audit *a, const char *tag, char *buf, size_t len)
+{
+	struct tm tm;
+	time_t now = time(NULL);
+	char ts[32];
+	int i;
+
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y%m%dT%H%M%SZ", &tm);
+	for (i = 0; i < 1000; i++) {
+		if ((i == 0 ? snprintf(buf, len, "%s.%s%s", a->path, tag, ts) :
+		    snprintf(buf, len, "%s.%s%s.%d", a->path, tag, ts, i)) >=
+		    (int)len)
+			return -1;
+		if (access(buf, F_OK) != 0)
+			return 0;
+	}
+	return -1;
+}
+
+/* ---- the writer ----------------------------------------------------- */
+
+/* Chains rec as the next record and appends its line to *out. */
+static int
+append_record(struct audit *a, json_t *rec, char **out, size_t *outlen,
+    size_t *outcap)
+{
+	char hash[AUDIT_HASH_HEX + 1], *line = NULL, *nb;
+	size_t len;
+	int r;
+
+	auditfmt_bound(rec);
+	if ((r = auditfmt_seal(rec, a->seq + 1, a->prev, hash, &line,
+	    &len)) != 0)
+		return r;
+	if (*outlen + len > *outcap) {
+		size_t cap = (*outcap + len) * 2;
+
+		if ((nb = realloc(*out, cap)) == NULL) {
+			free(line);
+			return SL_ERR_NOMEM;
+		}
+		*out = nb;
+		*outcap = cap;
+	}
+	memcpy(*out + *outlen, line, len);
+	*outlen += len;
+	if (a->o.syslog)
+		syslog(LOG_NOTICE, "%.*s", (int)len - 1, line);
+	free(line);
+	a->seq++;
+	memcpy(a->prev, hash, sizeof(hash));
+	a->since_cp++;
+	return 0;
+}
+
+/* A signed checkpoint covering the chain head, appended like a record. */
+static int
+append_checkpoint(struct audit *a, char **out, size_t *outlen,
+    size_t *outcap)
+{
+	char ts[40];
+	json_t *cp;
+	int r;
+
+	if (a->o.sign == NULL)
+		return 0;
+	format_ts(ts, sizeof(ts));
+	cp = json_pack("{s:s, s:s, s:I, s:s, s:I}", "ts", ts,
+	    "type", "checkpoint", "seq", (json_int_t)(a->seq + 1),
+	    "prev", a->prev, "records", (json_int_t)a->since_cp);
+	if (cp == NULL)
+		return SL_ERR_NOMEM;
+	if ((r = auditfmt_checkpoint_sign(cp, a->o.sign)) == 0 &&
+	    (r = append_record(a, cp, out, outlen, outcap)) == 0) {
+		a->since_cp = 0;
+		clock_gettime(CLOCK_MONOTONIC, &a->last_cp);
+		pthread_mutex_lock(&a->mtx);
+		a->checkpoints++;
+		a->cp_seq = a->seq;
+		pthread_mutex_unlock(&a->mtx);
+	}
+	json_decref(cp);
+	return r;
+}
+
+/* The batch goes to the file; synced as the mode says (force: now). */
+static int
+flush_out(struct audit *a, const char *buf, size_t len, uint64_t nrec,
+    int force)
+{
+	int r;
+
+	if (len > 0 && (r = write_all(a->fd, buf, len)) != 0)
+		return r;
+	a->size += len;
+	a->unsynced += nrec;
+	if (a->unsynced == 0 || a->o.mode == AUDIT_FSYNC_NEVER)
+		return 0;
+	if (force || a->o.mode == AUDIT_FSYNC_ALWAYS ||
+	    a->unsynced >= SYNC_RECORDS || ms_since(&a->last_sync) >= SYNC_MS) {
+		if (fdatasync(a->fd) != 0)
+			return SL_ERR_IO;
+		a->unsynced = 0;
+		clock_gettime(CLOCK_MONOTONIC, &a->last_sync);
+	}
+	return 0;
+}
+
+static void
+mark_durable(struct audit *a, uint64_t ticket)
+{
+	size_t i;
+
+	atomic_store(&a->durable, ticket);
+	pthread_mutex_lock(&a->mtx);
+	for (i = 0; i < a->nnotify; i++)
+		event_active(a->notify[i], EV_READ, 0);
+	pthread_mutex_unlock(&a->mtx);
+}
+
+/*
+ * Ends the file with a checkpoint, moves it aside and opens a new one
+ * whose first record names the old one; its prev is the old file's last
+ * hash, so the chain runs on across files.
+ */
+static int
+rotate_file(struct audit *a)
+{
+	char aside[4096], *buf = NULL, ts[40];
+	size_t len = 0, cap = 0;
+	const char *base;
+	json_t *fs;
+	int r;
+
+	if ((r = append_checkpoint(a, &buf, &len, &cap)) != 0 ||
+	    (r = flush_out(a, buf, len, 0, 1)) != 0)
+		goto out;
+	len = 0;
+	if (aside_name(a, "", aside, sizeof(aside)) != 0 ||
+	    rename(a->path, aside) != 0) {
+		/* Not fatal: the trail goes on in this file. */
+		log_warnx("audit", "cannot rotate %s: %s; it goes on", a->path,
+		    strerror(errno));
+		r = 0;
+		goto out;
+	}
+	close(a->fd);
+	if ((r = open_file(a)) != 0)
+		goto out;
+	a->size = 0;
+	format_ts(ts, sizeof(ts));
+	base = strrchr(aside, '/');
+	fs = json_pack("{s:s, s:s, s:s}", "ts", ts, "type", "file_start",
+	    "previous_file", base != NULL ? base + 1 : aside);
+	if (fs == NULL) {
+		r = SL_ERR_NOMEM;
+		goto out;
+	}
+	r = append_record(a, fs, &buf, &len, &cap);
+	json_decref(fs);
+	if (r == 0)
+		r = flush_out(a, buf, len, 1, 1);
+	pthread_mutex_lock(&a->mtx);
+	a->rotations++;
+	pthread_mutex_unlock(&a->mtx);
+	log_info("audit", "rotated: %s, then %s", aside, a->path);
+ out:
+	free(buf);
+	return r;
+}
+
+/* When the writer must look again without new records: ms from now. */
+static long
+next_deadline(const struct audit *a)
+{
+	long w = 1000, t;
+
+	if (a->unsynced > 0 && a->o.mode == AUDIT_FSYNC_BATCH &&
+	    (t = SYNC_MS - ms_since(&a->last_sync)) < w)
+		w = t;
+	if (a->o.sign != NULL && a->since_cp > 0 &&
+	    (t = (long)a->o.checkpoint_ms - ms_since(&a->last_cp)) < w)
+		w = t;
+	return w < 1 ? 1 : w;
+}
+
+static void
+wait_for_work(struct audit *a)
+{
+	struct timespec until;
+	long ms = next_deadline(a);
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&a->wake, &a->mtx, &until);
+}
+
+/* One round: everything queued, then checkpoints, sync, rotation. */
+static int
+write_round(struct audit *a, struct slot *batch, size_t n, int rotate,
+    char **buf, size_t *cap)
+{
+	size_t len = 0, i;
+	uint64_t last = 0, nrec = 0;
+	int r = 0;
+
+	for (i = 0; i < n; i++) {
+		if (batch[i].rec != NULL && r == 0 && (r = append_record(a,
+		    batch[i].rec, buf, &len, cap)) == 0)
+			nrec++;
+		json_decref(batch[i].rec);
+		if (batch[i].ticket != 0)
+			last = batch[i].ticket;
+		if (r == 0 && a->since_cp >= a->o.checkpoint_records &&
+		    (r = append_checkpoint(a, buf, &len, cap)) == 0)
+			nrec++;
+	}
+	if (r == 0 && a->o.sign != NULL && a->since_cp > 0 &&
+	    ms_since(&a->last_cp) >= (long)a->o.checkpoint_ms &&
+	    (r = append_checkpoint(a, buf, &len, cap)) == 0)
+		nrec++;
+	if (r == 0)
+		r = flush_out(a, *buf, len, nrec, 0);
+	if (r != 0)
+		return r;
+	pthread_mutex_lock(&a->mtx);
+	a->written += nrec;
+	a->pub_seq = a->seq;
+	memcpy(a->pub_head, a->prev, sizeof(a->pub_head));
+	pthread_mutex_unlock(&a->mtx);
+	if (last > 0 && (a->o.mode != AUDIT_FSYNC_ALWAYS || a->unsynced == 0))
+		mark_durable(a, last);
+	if (rotate || (a->o.max_mb > 0 &&
+	    a->size >= (uint64_t)a->o.max_mb << 20))
+		r = rotate_file(a);
+	return r;
+}
+
+/* The record of records lost to a full queue (queue_full refuse). */
+static struct slot
+lost_record(uint64_t n)
+{
+	struct slot sl = { NULL, 0 };
+	char ts[40];
+
+	format_ts(ts, sizeof(ts));
+	sl.rec = json_pack("{s:s, s:s, s:I}", "ts", ts, "type",
+	    "records_dropped", "count", (json_int_t)n);
+	log_warnx("audit", "the queue was full: %llu record(s) other than "
+	    "requests' were dropped", (unsigned long long)n);
+	return sl;
+}
+
+static void *
+writer_main(void *arg)
+{
+	struct audit *a = arg;
+	struct slot *batch;
+	char *buf = NULL;
+	size_t cap = 0, n, i;
+	uint64_t lost;
+	int stop, rotate, failed = 0;
+
+	if ((batch = calloc(a->cap + 1, sizeof(*batch))) == NULL) {
+		log_errx("audit", "out of memory: the writer stops");
+		return NULL;
+	}
+	pthread_mutex_lock(&a->mtx);
+	for (;;) {
+		while (a->n == 0 && !a->stop && !a->rotate) {
+			wait_for_work(a);
+			if (a->n == 0 && !a->stop && !a->rotate)
+				break;	/* a deadline: sync or checkpoint */
+		}
+		for (n = 0; a->n > 0; n++) {
+			batch[n] = a->ring[a->head];
+			a->head = (a->head + 1) % a->cap;
+			a->n--;
+		}
+		stop = a->stop;
+		rotate = a->rotate;
+		a->rotate = 0;
+		lost = a->dropped - a->dropped_told;
+		a->dropped_told = a->dropped;
+		pthread_cond_broadcast(&a->room);
+		pthread_mutex_unlock(&a->mtx);
+		if (lost > 0)		/* batch has one slot more than the ring */
+			batch[n++] = lost_record(lost);
+		if (!failed && write_round(a, batch, n, rotate, &buf, &cap) !=
+		    0) {
+			/*
+			 * XXX a full disk stops the trail for good: requests
+			 * that need their record are refused from now on.
+			 */
+			log_errx("audit", "cannot write %s: %s; no more records "
+			    "are written, and injected or forwarded requests are "
+			    "refused", a->path, strerror(errno));
+			atomic_store(&a->broken, 1);
+			failed = 1;
+			/* Requests held for their records are refused now. */
+			mark_durable(a, atomic_load(&a->durable));
+		} else if (failed)
+			for (i = 0; i < n; i++)
+				json_decref(batch[i].rec);
+		pthread_mutex_lock(&a->mtx);
+		if (stop && a->n == 0)
+			break;
+	}
+	pthread_mutex_unlock(&a->mtx);
+	if (!failed) {
+		size_t len = 0;
+
+		/* The trail of a clean stop ends with a checkpoint. */
+		if (append_checkpoint(a, &buf, &len, &cap) == 0)
+			flush_out(a, buf, len, 1, 1);
+		if (a->o.mode != AUDIT_FSYNC_NEVER)
+			fdatasync(a->fd);
+	}
+	free(buf);
+	free(batch);
+	return NULL;
+}
+
+/* ---- producers ------------------------------------------------------ */
+
+/*
+ * Queues rec.  When the ring is full: with queue_full wait, waits; with
+ * refuse, a record an action waits for (ticket) is refused, so the
+ * action is; any other record is dropped and counted, and the writer
+ * records how many were lost once there is room: the data path never
+ * blocks on a stalled disk.
+ */
+static int
+enqueue(struct audit *a, const char *type, json_t *rec, int refuse,
+    uint64_t *ticket)
+{
+	char ts[40];
+
+	if (rec == NULL)
+		return SL_ERR_NOMEM;
+	if (a == NULL || a->fd == -1) {
+		json_decref(rec);
+		if (ticket != NULL)
+			*ticket = 0;	/* durable at once */
+		return 0;
+	}
+	if (atomic_load(&a->broken)) {
+		json_decref(rec);
+		return SL_ERR_IO;	/* the action that needs it is refused */
+	}
+	format_ts(ts, sizeof(ts));
+	if (json_object_set_new(rec, "ts", json_string(ts)) != 0 ||
+	    json_object_set_new(rec, "type", json_string(type)) != 0) {
+		json_decref(rec);
+		return SL_ERR_NOMEM;
+	}
+	pthread_mutex_lock(&a->mtx);
+	while (a->n == a->cap) {
+		if (refuse) {
+			if (ticket != NULL)
+				a->refused++;
+			else
+				a->dropped++;
+			pthread_mutex_unlock(&a->mtx);
+			json_decref(rec);
+			return SL_ERR_TOO_BIG;
+		}
+		pthread_cond_wait(&a->room, &a->mtx);
+	}
+	a->ring[(a->head + a->n) % a->cap].rec = rec;
+	a->ring[(a->head + a->n) % a->cap].ticket = ++a->tickets;
+	a->n++;
+	if (ticket != NULL)
+		*ticket = a->tickets;
+	pthread_cond_signal(&a->wake);
+	pthread_mutex_unlock(&a->mtx);
+	return 0;
+}
+
+int
+audit_write(struct audit *a, const char *type, json_t *rec)
+{
+	return enqueue(a, type, rec, a != NULL && a->o.queue_refuse, NULL);
+}
+
+int
+audit_submit(struct audit *a, const char *type, json_t *rec,
+    uint64_t *ticket)
+{
+	return enqueue(a, type, rec, a != NULL && a->o.queue_refuse, ticket);
+}
+
+int
+audit_failed(struct audit *a)
+{
+	return a != NULL && atomic_load(&a->broken);
+}
+
+uint64_t
+audit_durable(struct audit *a)
+{
+	return a == NULL || a->fd == -1 ? UINT64_MAX :
+	    (uint64_t)atomic_load(&a->durable);
+}
+
+int
+audit_notify(struct audit *a, struct event *ev)
+{
+	int r = SL_ERR_TOO_BIG;
+
+	if (a == NULL)
+		return 0;
+	pthread_mutex_lock(&a->mtx);
+	if (a->nnotify < MAX_NOTIFY) {
+		a->notify[a->nnotify++] = ev;
+		r = 0;
+	}
+	pthread_mutex_unlock(&a->mtx);
+	return r;
+}
+
+void
+audit_notify_clear(struct audit *a)
+{
+	if (a == NULL)
+		return;
+	pthread_mutex_lock(&a->mtx);
+	a->nnotify = 0;
+	pthread_mutex_unlock(&a->mtx);
+}
+
+void
+audit_rotate(struct audit *a)
+{
+	if (a == NULL || a->fd == -1)
+		return;
+	pthread_mutex_lock(&a->mtx);
+	a->rotate = 1;
+	pthread_cond_signal(&a->wake);
+	pthread_mutex_unlock(&a->mtx);
+}
+
+void
+audit_get_stats(struct audit *a, struct audit_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (a == NULL)
+		return;
+	pthread_mutex_lock(&a->mtx);
+	st->path = a->path;
+	st->queued = a->n;
+	st->written = a->written;
+	st->checkpoints = a->checkpoints;
+	st->rotations = a->rotations;
+	st->refused = a->refused;
+	st->dropped = a->dropped;
+	st->broken = atomic_load(&a->broken);
+	st->last_checkpoint_seq = a->cp_seq;
+	st->seq = a->pub_seq;
+	memcpy(st->head, a->pub_head, sizeof(st->head));
+	pthread_mutex_unlock(&a->mtx);
+}
+
+/* ---- life ----------------------------------------------------------- */
+
+static void
+audit_free(struct audit *a)
+{
+	size_t i;
+
+	for (i = 0; a->ring != NULL && i < a->n; i++)
+		json_decref(a->ring[(a->head + i) % a->cap].rec);
+	free(a->ring);
+	if (a->fd != -1)
+		close(a->fd);
+	pthread_cond_destroy(&a->wake);
+	pthread_cond_destroy(&a->room);
+	pthread_mutex_destroy(&a->mtx);
+	free(a->path);
+	free(a);
+}
+
+/* Opens the file and finds where its chain ends; start gets the news. */
+/*
+ * The newest rotated file of the trail (PATH.TIME[.N], not .broken-*)
+ * into buf; 0, or -1 when there is none.
+ */
+static int
+newest_rotated(const struct audit *a, char *buf, size_t len)
+{
+	char dir[4096], best[512] = "";
+	const char *base;
+	struct dirent *de;
+	size_t bl;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s", a->path);
+	if ((base = strrchr(a->path, '/')) != NULL) {
+		dir[base - a->path] = '\0';
+		base++;
+	} else {
+		snprintf(dir, sizeof(dir), ".");
+		base = a->path;
+	}
+	bl = strlen(base);
+	if ((d = opendir(dir[0] != '\0' ? dir : "/")) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, base, bl) == 0 &&
+		    de->d_name[bl] == '.' && de->d_name[bl + 1] >= '0' &&
+		    de->d_name[bl + 1] <= '9' && strlen(de->d_name) < sizeof(best) &&
+		    strcmp(de->d_name, best) > 0)
+			snprintf(best, sizeof(best), "%s", de->d_name);
+	closedir(d);
+	if (best[0] == '\0' || (size_t)snprintf(buf, len, "%s/%s",
+	    dir[0] != '\0' ? dir : "", best) >= len)
+		return -1;
+	return 0;
+}
+
+/*
+ * A new, empty file whose trail was rotated before (or whose rotation a
+ * crash cut short): its chain goes on from the newest rotated file's last
+ * record, when that one verifies.
+ */
+static void
+continue_rotated(struct audit *a, json_t *start)
+{
+	struct audit r;
+	struct stat sb;
+	json_t *tmp;
+	char path[4096];
+
+	if (newest_rotated(a, path, sizeof(path)) != 0)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.path = path;
+	if ((r.fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return;
+	/* Read only: a torn tail of an old file is not cut here. */
+	if (fstat(r.fd, &sb) == 0 && sb.st_size > 0 &&
+	    (tmp = json_object()) != NULL) {
+		if (recover_ro(&r, tmp) == 0 && r.seq > 0) {
+			a->seq = r.seq;
+			memcpy(a->prev, r.prev, sizeof(a->prev));
+			a->since_cp = r.since_cp;
+			json_object_set_new(start, "continues_file", json_string(
+			    strrchr(path, '/') ? strrchr(path, '/') + 1 : path));
+		}
+		json_decref(tmp);
+	}
+	close(r.fd);
+}
+
+static int
+open_trail(struct audit *a, json_t *start, char *why, size_t why_len)
+{
+	char aside[4096];
+	int r;
+
+	if (open_file(a) != 0) {
+		snprintf(why, why_len, "cannot open %s: %s", a->path,
+		    strerror(errno));
+		return SL_ERR_IO;
+	}
+	if ((r = recover(a, start)) == 1) {
+		/* Its end does not verify: keep it aside, start anew. */
+		if (aside_name(a, "broken-", aside, sizeof(aside)) != 0 ||
+		    rename(a->path, aside) != 0) {
+			snprintf(why, why_len, "the last record of %s does not "
+			    "verify and the file cannot be moved aside: %s",
+			    a->path, strerror(errno));
+			return SL_ERR_IO;
+		}
+		log_errx("audit", "the last record of %s does not verify: "
+		    "moved to %s; a new trail starts", a->path, aside);
+		json_object_set_new(start, "broken_file", json_string(
+		    strrchr(aside, '/') ? strrchr(aside, '/') + 1 : aside));
+		close(a->fd);
+		a->seq = 0;
+		memcpy(a->prev, AUDIT_ZERO_HASH, sizeof(a->prev));
+		if (open_file(a) != 0 || (r = recover(a, start)) != 0) {
+			snprintf(why, why_len, "cannot open %s: %s", a->path,
+			    strerror(errno));
+			return SL_ERR_IO;
+		}
+	}
+	if (r != 0) {
+		snprintf(why, why_len, "cannot read %s: %s", a->path,
+		    strerror(errno));
+		return r;
+	}
+	if (a->size == 0)
+		continue_rotated(a, start);
+	return 0;
+}
+
+int
+audit_open(const struct audit_opts *o, struct audit **out, char *why,
+    size_t why_len)
+{
+	struct audit *a;
+	json_t *start = NULL;
+	int r = SL_ERR_NOMEM;
+
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return SL_ERR_NOMEM;
+	a->o = *o;
+	a->fd = -1;
+	a->cap = o->queue < 16 ? 16 : o->queue;
+	memcpy(a->prev, AUDIT_ZERO_HASH, sizeof(a->prev));
+	pthread_mutex_init(&a->mtx, NULL);
+	pthread_cond_init(&a->wake, NULL);
+	pthread_cond_init(&a->room, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &a->last_cp);
+	a->last_sync = a->last_cp;
+	if (o->path == NULL) {
+		*out = a;
+		return 0;
+	}
+	snprintf(why, why_len, "out of memory");
+	if ((a->path = strdup(o->path)) == NULL ||
+	    (a->ring = calloc(a->cap, sizeof(*a->ring))) == NULL ||
+	    (start = json_pack("{s:s, s:i}", "version", PACKAGE_VERSION,
+	    "pid", (int)getpid())) == NULL)
+		goto fail;
+	if ((r = open_trail(a, start, why, why_len)) != 0)
+		goto fail;
+	a->o.path = a->path;
+	if (o->syslog)
+		openlog("sluiced-audit", LOG_NDELAY, LOG_DAEMON);
+	if (pthread_create(&a->thread, NULL, writer_main, a) != 0) {
+		snprintf(why, why_len, "cannot start the writer thread");
+		r = SL_ERR_INTERNAL;
+		goto fail;
+	}
+	a->started = 1;
+	/* The first record of this run: where it took the chain up. */
+	json_object_set_new(start, "continues_seq", json_integer(
+	    (json_int_t)a->seq));
+	audit_write(a, "start", start);
+	*out = a;
+	return 0;
+ fail:
+	json_decref(start);
+	audit_free(a);
+	return r;
+}
+
+void
+audit_close(struct audit *a)
+{
+	if (a == NULL)
+		return;
+	if (a->started) {
+		pthread_mutex_lock(&a->mtx);
+		a->stop = 1;
+		pthread_cond_signal(&a->wake);
+		pthread_mutex_unlock(&a->mtx);
+		pthread_join(a->thread, NULL);
+	}
+	if (a->o.syslog)
+		closelog();
+	audit_free(a);
+}

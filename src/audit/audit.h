@@ -1,0 +1,100 @@
+/*
+ * audit.h: the one writer of the audit trail.  Records are queued by any
+ * thread into one bounded queue and written, chained and hashed
+ * (auditfmt.h), by one writer thread that also signs checkpoints, syncs
+ * as the fsync mode says, and rotates the file.
+ *
+ * Durability: every queued record gets a ticket, in queue order.  With
+ * fsync always, a ticket is durable once its record is on disk
+ * (fdatasync done); with batch and never, once it is written to the file
+ * (batch syncs at most 100 ms or 1,000 records later).  An action that
+ * must not happen before its record (an injected or forwarded request)
+ * waits until audit_durable() reaches its ticket: audit_notify() wakes
+ * each worker's event whenever it moves.
+ */
+#ifndef SLUICE_AUDIT_H
+#define SLUICE_AUDIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf/config.h"
+
+struct audit;
+struct event;
+struct json_t;
+struct signkey;
+
+struct audit_opts {
+	const char	*path;		/* NULL: records are dropped */
+	enum audit_fsync mode;
+	unsigned	 queue;		/* records, at least 16 */
+	int		 queue_refuse;	/* audit_submit refuses when full */
+	unsigned	 max_mb;	/* rotate past this size; 0: never */
+	unsigned	 checkpoint_records, checkpoint_ms;
+	int		 syslog;
+	const struct signkey *sign;	/* borrowed; NULL: no checkpoints */
+};
+
+/*
+ * Opens (appends to) o->path with mode 0640 and continues its chain from
+ * the last record.  A torn last line (a crash mid-write) is cut off, and
+ * the first record written says so ("start", torn_bytes and the torn
+ * bytes' hash); a last record that does not verify is not chained over:
+ * the file is renamed aside (".broken-TIME") and a new trail starts.
+ * Starts the writer thread.  Returns 0, or SL_ERR_IO / SL_ERR_NOMEM with
+ * why[] saying what failed.
+ */
+int	audit_open(const struct audit_opts *o, struct audit **out, char *why,
+	    size_t why_len);
+/*
+ * Writes what is queued, a last checkpoint, syncs, stops the thread and
+ * frees; accepts NULL.
+ */
+void	audit_close(struct audit *a);
+
+/*
+ * Queues a record of the given type (rec is stolen; "ts" is set now,
+ * seq, prev and hash by the writer).  When the queue is full: with
+ * queue_full wait, waits; with refuse, the record is dropped and counted
+ * (SL_ERR_TOO_BIG), and a "records_dropped" record says how many once
+ * there is room.  Safe from any thread.  Returns 0, SL_ERR_TOO_BIG or
+ * SL_ERR_NOMEM.
+ */
+int	audit_write(struct audit *a, const char *type, struct json_t *rec);
+
+/*
+ * Queues a record an action must wait for; *ticket gets its ticket.
+ * SL_ERR_IO when the writer has failed (a full disk): the action is
+ * refused, never done unaudited.
+ * When the queue is full: with queue_full refuse, SL_ERR_TOO_BIG at once
+ * (nothing queued: the caller refuses the action); with wait, it waits.
+ * With no file configured the ticket is durable at once.
+ */
+int	audit_submit(struct audit *a, const char *type, struct json_t *rec,
+	    uint64_t *ticket);
+/* The latest durable ticket (see above). */
+uint64_t audit_durable(struct audit *a);
+/* 1 once the writer has failed: no ticket becomes durable any more. */
+int	audit_failed(struct audit *a);
+/*
+ * Activates ev whenever audit_durable() moves, until audit_notify_clear()
+ * (before the events are freed).
+ */
+int	audit_notify(struct audit *a, struct event *ev);
+void	audit_notify_clear(struct audit *a);
+/* Asks the writer to rotate the file now (a checkpoint ends the old one). */
+void	audit_rotate(struct audit *a);
+
+struct audit_stats {
+	const char	*path;
+	uint64_t	 seq;		/* of the last record written */
+	uint64_t	 queued;	/* now */
+	uint64_t	 written, checkpoints, rotations, refused, dropped;
+	uint64_t	 last_checkpoint_seq;
+	char		 head[65];	/* the chain head: hash of seq */
+	int		 broken;	/* the writer failed (a full disk) */
+};
+void	audit_get_stats(struct audit *a, struct audit_stats *st);
+
+#endif

@@ -1,0 +1,155 @@
+/* conn.h: one sandbox connection, from accept to close. */
+#ifndef SLUICE_CONN_H
+#define SLUICE_CONN_H
+
+#include <sys/queue.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "util/addr.h"
+#include "util/outbuf.h"
+#include "conf/policy.h"
+#include "loop/resolve.h"
+#include "parse/sniff.h"
+
+struct event;
+struct worker;
+struct state;
+struct sandbox;
+struct http_reqs;
+struct icpt;
+
+enum listener_kind { LISTEN_TRANSPARENT, LISTEN_PROXY };
+
+/* One state per connection, changed only by conn_set_state(). */
+enum conn_state {
+	CS_NEW,			/* accepted, not yet set up */
+	CS_PROXY_HEAD,		/* proxy: reading the CONNECT or first request head */
+	CS_SNIFF,		/* reading the first bytes (ClientHello, request head) */
+	CS_RESOLVE,		/* checking that the name owns the address */
+	CS_CONNECT,		/* connecting upstream */
+	CS_RELAY,		/* passing bytes both ways */
+	CS_ICPT,		/* intercepted: TLS ends here, requests judged (icpt.c) */
+	CS_DENY,		/* flushing a refusal, then closing */
+	CS_CLOSED,		/* waiting for the deferred free */
+};
+
+/* Output queued in user space for one side (refusals, replayed bytes): outbuf.h. */
+
+/* One side of a connection: down is the sandbox, up the upstream. */
+struct half {
+	struct conn	*c;
+	struct half	*peer;
+	const char	*name;		/* "down" or "up" */
+	int		 fd;
+	struct event	*rev, *wev;
+	int		 pipe[2];	/* bytes read from fd, waiting for peer */
+	size_t		 inpipe;
+	struct outbuf	 out;		/* bytes to write to fd before any pipe */
+	int		 eof;		/* read side finished */
+	int		 shut;		/* we shut down fd's write side */
+	uint64_t	 bytes;		/* bytes read from fd */
+};
+
+struct conn {
+	TAILQ_ENTRY(conn) link;		/* in the worker's list */
+	struct worker	*w;
+	enum listener_kind kind;
+	enum conn_state	 state;
+	struct half	 down, up;
+	struct event	*timer;
+	struct timespec	 started;	/* monotonic */
+	uint64_t	 judging_us;	/* first bytes complete (monotonic us) */
+	int		 observed;	/* verdict latency recorded */
+	uint64_t	 last_active;	/* monotonic milliseconds */
+
+	struct sl_addr	 src, dst;	/* dst: the original destination */
+	uint16_t	 src_port, dst_port;
+	struct sl_addr	 updst;		/* where we connect */
+	uint16_t	 upport;
+
+	struct state	*st;		/* snapshot of the current decision (ref) */
+	const struct sandbox *sb;
+	const struct policy *pol;
+	struct sb_counter *counter;	/* counted against its limit (ref) */
+
+	uint8_t		*peek;		/* first bytes, replayed upstream */
+	size_t		 peeklen, peekcap;
+	int		 proto;		/* enum sniff_proto, or -1 */
+	char		 name[NAME_BUFSZ + 2];	/* SNI or Host */
+	struct tls_hello hello;
+	struct decision	 dec;
+	struct resolve_req *rreq;
+	int		 fresh_tried;	/* binding re-checked with a fresh lookup */
+	int		 upstream_used;	/* connected upstream: audit says where */
+	int		 late_sniff;	/* judged opaque in silence: check its first bytes */
+
+	/* explicit proxy */
+	char		 authority[NAME_BUFSZ + 2];
+	uint16_t	 authority_port;
+	int		 authority_is_ip;
+	int		 tunnel;	/* CONNECT accepted: sniff inside */
+
+	/* plain HTTP, judged request by request */
+	struct http_reqs *http;
+	uint8_t		*hbuf;		/* client bytes not yet forwarded */
+	size_t		 hlen, hcap;
+	size_t		 hparsed;	/* of hbuf (or peek), bytes the parser consumed */
+	size_t		 hfwd;		/* of hbuf, bytes judged and ready to forward */
+	int		 in_body;	/* between an allowed head and its end */
+	int		 http_hold;	/* a request head awaits its decision */
+	int		 in_pump;	/* the request loop is running (no recursion) */
+	const struct http_head *head;	/* the head being judged (parser-owned) */
+	unsigned	 nrequests;
+	const char	*detail;	/* static: why a request was malformed */
+
+	struct icpt	*icpt;		/* CS_ICPT: the interception */
+
+	const char	*close_reason;
+	char		 policy_name[64];
+	uint64_t	 policy_rev;
+};
+
+/* Takes ownership of fd (accepted).  Closes it on any failure. */
+void	conn_accept(struct worker *w, int fd, enum listener_kind kind);
+/*
+ * The only way out: writes the audit record, closes both sides and frees
+ * the connection on the next loop turn.  Safe to call twice.
+ */
+void	conn_close(struct conn *c, const char *reason);
+/* Re-judges an open connection after a policy swap; closes it if denied. */
+void	conn_rejudge(struct conn *c);
+
+/* Internal to conn*.c and relay.c. */
+void	conn_set_state(struct conn *c, enum conn_state s);
+void	conn_arm_timer(struct conn *c, unsigned ms);
+void	conn_step(struct conn *c);
+void	conn_deny(struct conn *c, const char *reason, const char *rule);
+void	conn_decided(struct conn *c);
+/*
+ * Step 2 for c->dst, the address alone (the gateway's own addresses,
+ * forbidden ones, egress.deny CIDRs): 1 after refusing c, else 0 with
+ * c->dec CONTINUE.
+ */
+int	conn_dest_refused(struct conn *c);
+/* Takes the worker's current snapshot for a decision about to be made. */
+void	conn_take_state(struct conn *c);
+int	conn_half_init(struct conn *c, struct half *h, int fd);
+void	conn_proceed(struct conn *c);
+int	conn_peek_read(struct conn *c, size_t cap);
+void	conn_resolve(struct conn *c, const char *name);
+void	conn_http_first(struct conn *c);
+struct http_head;
+int	conn_peek_feed(struct conn *c, const struct http_head **h,
+	    const char **reason);
+void	conn_http_init_relay(struct conn *c);
+void	conn_http_read(struct conn *c);
+void	conn_http_allowed(struct conn *c);
+void	conn_http_audit(struct conn *c, const char *action,
+	    const char *reason, const char *rule);
+void	conn_proxy_read_head(struct conn *c);
+void	conn_proxy_resolved(struct conn *c, int err,
+	    const struct resolve_answer *ans);
+
+#endif

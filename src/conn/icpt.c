@@ -1,0 +1,584 @@
+/*
+ * icpt.c: an intercepted connection.  The sandbox's TLS ends here, with a
+ * leaf the sandbox's own CA signed for the SNI host; each request it sends
+ * is judged on its own by the policy's intercept rules; allowed requests
+ * go on, re-serialised, over one verified TLS connection to the upstream;
+ * answers come back in order, their heads re-serialised and their bodies
+ * as they are.  A refusal waits for the answers owed before it, so a
+ * pipelining client sees its responses in order.
+ *
+ * Both sides are libevent bufferevents: the sandbox's an OpenSSL filter
+ * over its socket (the ClientHello we peeked is put back in front), the
+ * upstream's an OpenSSL socket bufferevent.  Each side's buffered output
+ * is bounded: past ICPT_HIGH the other side is no longer read.
+ *
+ * This file has the connection's life and the sandbox's side; the
+ * requests are judged in icpt_req.c, the upstream is in icpt_up.c.
+ */
+#include "autoconf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <jansson.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sodium.h>
+
+#include "audit/audit.h"
+#include "keys/ca.h"
+#include "conf/config.h"
+#include "conn/conn.h"
+#include "daemon/daemon.h"
+#include "conn/deny.h"
+#include "parse/httphead.h"
+#include "parse/httpresp.h"
+#include "conn/icpt.h"
+#include "conn/icpt_int.h"
+#include "util/log.h"
+#include "util/metrics.h"
+#include "util/redact.h"
+#include "loop/resolve.h"
+#include "keys/secrets.h"
+#include "loop/state.h"
+#include "keys/tlsterm.h"
+#include "loop/upool.h"
+#include "daemon/worker.h"
+
+#define ICPT_LEAF_VALIDITY	86400u
+#define ICPT_LEAVES		256	/* cached leaves a sandbox */
+#define ICPT_TICKET_ROTATE	3600u
+
+uint64_t
+icpt_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void
+icpt_touch(struct icpt *ic)
+{
+	ic->c->last_active = icpt_now_ms();
+}
+
+/* ---- audit ---------------------------------------------------------- */
+
+void
+icpt_req_release(struct icpt_req *r)
+{
+	while (r->nsecrets > 0)
+		secret_unref(r->secrets[--r->nsecrets]);
+	if (r->tok != NULL) {
+		sodium_free(r->tok->mem);	/* wipes the token */
+		free(r->tok);
+		r->tok = NULL;
+	}
+}
+
+int
+icpt_req_redacts(const struct icpt_req *r)
+{
+	return r->nsecrets > 0 || r->tok != NULL;
+}
+
+void
+icpt_audit_request(struct icpt *ic, struct icpt_req *r)
+{
+	struct conn *c = ic->c;
+	json_t *rec;
+
+	mtable_add(&c->w->metrics.requests, r->rule[0] ? r->rule : "(none)",
+	    r->action);
+	if (r->rid[0] != '\0') {
+		/* Its request record went before it (injected, forwarded). */
+		rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:i, s:I,"
+		    " s:I, s:I, s:I}", "sandbox", c->sb ? c->sb->id : NULL,
+		    "policy", c->policy_name,
+		    "revision", (json_int_t)c->policy_rev,
+		    "rid", r->rid, "action", r->action, "reason", r->reason,
+		    "rule", r->rule, "status", r->status,
+		    "bytes_up", (json_int_t)r->bytes_up,
+		    "bytes_down", (json_int_t)r->bytes_down,
+		    "duration_ms", (json_int_t)(icpt_now_ms() - r->start_ms),
+		    "redacted", (json_int_t)(r->redacted_head +
+		    r->redacted_body));
+		audit_write(worker_audit(c->w), "response", rec);
+		icpt_req_release(r);
+		return;
+	}
+	rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s?, s:i,"
+	    " s:I, s:I, s:I, s:b}",
+	    "sandbox", c->sb ? c->sb->id : NULL,
+	    "policy", c->policy_name, "revision", (json_int_t)c->policy_rev,
+	    "method", r->method, "host", c->name, "path", r->path,
+	    "action", r->action, "reason", r->reason,
+	    "rule", r->rule[0] ? r->rule : NULL, "status", r->status,
+	    "bytes_up", (json_int_t)r->bytes_up,
+	    "bytes_down", (json_int_t)r->bytes_down,
+	    "duration_ms", (json_int_t)(icpt_now_ms() - r->start_ms),
+	    "intercepted", 1);
+	audit_write(worker_audit(c->w), "request", rec);
+}
+
+/* ---- the sandbox side ----------------------------------------------- */
+
+/*
+ * The connection is to end once the sandbox has everything owed: the TLS
+ * layer's queue is empty, our close_notify is queued after it, and the
+ * socket's queue (under_out_cb watches it) has gone to the kernel.
+ */
+void
+icpt_maybe_finish(struct icpt *ic)
+{
+	struct bufferevent *under;
+	SSL *ssl;
+
+	if (ic->phase == IC_CLOSED || !ic->closing ||
+	    evbuffer_get_length(bufferevent_get_output(ic->down)) > 0)
+		return;
+	under = bufferevent_get_underlying(ic->down);
+	if (!ic->shut_sent && ic->phase != IC_HANDSHAKE &&
+	    (ssl = bufferevent_openssl_get_ssl(ic->down)) != NULL) {
+		ic->shut_sent = 1;
+		SSL_shutdown(ssl);	/* a clean end keeps the session resumable */
+	}
+	if (under != NULL && evbuffer_get_length(bufferevent_get_output(under)) >
+	    0)
+		return;
+	conn_close(ic->c, "closed");
+}
+
+static void
+finish_cb(evutil_socket_t fd, short what, void *arg)
+{
+	icpt_maybe_finish(arg);
+}
+
+/* The socket's queue shrank; once empty, a closing connection may end. */
+static void
+under_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct icpt *ic = arg;
+
+	/* Not from inside libevent's write path: on the next loop turn. */
+	if (ic->phase != IC_CLOSED && ic->closing && info->n_deleted > 0 &&
+	    evbuffer_get_length(buf) == 0)
+		event_active(ic->finish, EV_TIMEOUT, 0);
+}
+
+void
+icpt_send_down(struct icpt *ic, const void *buf, size_t len)
+{
+	evbuffer_add(bufferevent_get_output(ic->down), buf, len);
+}
+
+/*
+ * Refuses the current request with sluice's own answer: at once when
+ * nothing is owed before it, else once the answers before it are out.
+ * close: the connection ends after it (framing can no longer be trusted).
+ */
+void
+icpt_refuse(struct icpt *ic, int status, const char *error,
+    const char *reason, const char *detail, int close)
+{
+	const char *msg = detail;
+	char *resp;
+	size_t len;
+
+	if (msg == NULL)
+		msg = status == 403 ? "sluice: this request is not allowed by "
+		    "the sandbox's egress policy" : status == 421 ?
+		    "sluice: the request names another host than the TLS "
+		    "connection" : "sluice: the request was refused";
+	resp = deny_http_keep(status, error, ic->cur.rule[0] ? ic->cur.rule :
+	    NULL, reason, msg, !close, &len);
+	ic->cur.status = status;
+	ic->cur.action = "deny";
+	ic->cur.reason = reason;
+	icpt_audit_request(ic, &ic->cur);
+	if (resp == NULL) {
+		conn_close(ic->c, "out-of-memory");
+		return;
+	}
+	if (close)
+		ic->hold = 1;	/* nothing after it is read */
+	if (ic->qn > 0) {
+		free(ic->refusal);
+		ic->refusal = resp;
+		ic->refusal_len = len;
+		ic->refusal_close = close;
+		ic->hold = 1;
+		return;
+	}
+	icpt_send_down(ic, resp, len);
+	free(resp);
+	if (close) {
+		ic->closing = 1;
+		icpt_maybe_finish(ic);
+	}
+}
+
+/* The answers owed before a held refusal are out: send it. */
+void
+icpt_release_refusal(struct icpt *ic)
+{
+	if (ic->refusal == NULL || ic->qn > 0)
+		return;
+	icpt_send_down(ic, ic->refusal, ic->refusal_len);
+	free(ic->refusal);
+	ic->refusal = NULL;
+	if (ic->refusal_close) {
+		ic->closing = 1;
+		icpt_maybe_finish(ic);
+		return;
+	}
+	ic->hold = 0;
+	icpt_pump_requests(ic);
+}
+
+/* ---- the sandbox's callbacks ---------------------------------------- */
+
+static void
+down_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct icpt *ic = arg;
+
+	if (ic->starting)
+		return;		/* icpt_start reads when it is done */
+	icpt_touch(ic);
+	if (ic->phase == IC_TUNNEL) {
+		icpt_tunnel_down_to_up(ic);
+		return;
+	}
+	icpt_pump_requests(ic);
+}
+
+/* The sandbox took what we queued. */
+static void
+down_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct icpt *ic = arg;
+
+	if (ic->starting)
+		return;
+	if (ic->closing) {
+		icpt_maybe_finish(ic);
+		return;
+	}
+	if (ic->up != NULL)
+		bufferevent_enable(ic->up, EV_READ);
+	icpt_pump_responses(ic);
+}
+
+static void
+down_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct icpt *ic = arg;
+	struct conn *c = ic->c;
+	const struct config *cfg = worker_config(c->w);
+
+	if (ic->starting) {
+		ic->start_events |= what;	/* icpt_start handles them */
+		return;
+	}
+	icpt_touch(ic);
+	if (what & BEV_EVENT_CONNECTED) {
+		ic->phase = IC_REQUESTS;
+		evtimer_del(c->timer);
+		conn_arm_timer(c, cfg->timeouts.idle);
+		icpt_pump_requests(ic);
+		what &= ~BEV_EVENT_CONNECTED;
+		if (what == 0 || c->state == CS_CLOSED)
+			return;
+	}
+	if (ic->phase == IC_HANDSHAKE) {
+		unsigned long e = bufferevent_get_openssl_error(bev);
+
+		log_debug("icpt", "%p handshake with the sandbox failed: %s",
+		    (void *)c, e ? ERR_reason_error_string(e) : "closed");
+		conn_close(c, "client-tls-failed");
+		return;
+	}
+	/* The sandbox is gone or done: nothing more can reach it. */
+	conn_close(c, (what & BEV_EVENT_EOF) ? "client-closed" : "read-error");
+}
+
+/* ---- start and end -------------------------------------------------- */
+
+/* Mints a leaf with the sandbox's CA, unless the sandbox was deleted. */
+static int
+mint_leaf(void *arg, const char *host, EVP_PKEY *key, X509 **out)
+{
+	struct sb_counter *cnt = arg;
+	int r = SL_ERR_DENIED;
+
+	pthread_mutex_lock(&cnt->ca_mtx);
+	if (cnt->ca != NULL)
+		r = ca_mint_leaf(cnt->ca, host, key, ICPT_LEAF_VALIDITY, out);
+	pthread_mutex_unlock(&cnt->ca_mtx);
+	return r;
+}
+
+/* The sandbox's leaf cache and a reference to its CA certificate. */
+static int
+sandbox_tls(struct sb_counter *cnt, struct leafcache **lc, X509 **ca)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&cnt->ca_mtx);
+	if (cnt->ca == NULL)
+		r = SL_ERR_DENIED;
+	else if (cnt->leaves == NULL)
+		r = leafcache_new(ICPT_LEAVES, ICPT_TICKET_ROTATE, &cnt->leaves);
+	if (r == 0) {
+		*lc = cnt->leaves;
+		*ca = ca_cert(cnt->ca);
+		X509_up_ref(*ca);
+	}
+	pthread_mutex_unlock(&cnt->ca_mtx);
+	return r;
+}
+
+/* The server side of the sandbox's TLS, over the socket bufferevent. */
+static int
+start_tls(struct icpt *ic)
+{
+	struct conn *c = ic->c;
+	struct leafcache *lc;
+	X509 *ca = NULL;
+	SSL *ssl = NULL;
+	int r;
+
+	if (c->sb->id == NULL || (r = sandbox_tls(c->counter, &lc, &ca)) != 0)
+		return SL_ERR_DENIED;
+	r = tlsterm_ssl_new(c->w->d->tls_down, lc, c->name, mint_leaf,
+	    c->counter, ca, &ssl);
+	X509_free(ca);
+	if (r != 0) {
+		log_warnx("icpt", "cannot make a certificate for %s: %s",
+		    c->name, err_str(r));
+		return r;
+	}
+	ic->down = bufferevent_openssl_filter_new(c->w->base, ic->under, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (ic->down == NULL) {
+		SSL_free(ssl);
+		return SL_ERR_NOMEM;
+	}
+	ic->under = NULL;	/* the filter frees it */
+	if (evbuffer_add_cb(bufferevent_get_output(bufferevent_get_underlying(
+	    ic->down)), under_out_cb, ic) == NULL)
+		return SL_ERR_NOMEM;
+	bufferevent_openssl_set_allow_dirty_shutdown(ic->down, 1);
+	return 0;
+}
+
+/*
+ * c is intercepted: TLS (its ClientHello in c->peek) is terminated here;
+ * plain HTTP (its first request in c->peek) is judged the same way, and
+ * what it may send goes to the upstream over TLS, on port 443, so a
+ * credential never crosses a cleartext hop.
+ */
+void
+icpt_start(struct conn *c)
+{
+	const struct config *cfg = worker_config(c->w);
+	int tls = c->proto == SNIFF_TLS, r;
+	struct icpt *ic;
+
+	if (c->counter == NULL) {
+		conn_deny(c, "no-sandbox-ca", c->dec.rule);
+		return;
+	}
+	if ((ic = calloc(1, sizeof(*ic))) == NULL ||
+	    (ic->reqs = http_reqs_new(cfg->limits.header_bytes)) == NULL ||
+	    (ic->resps = http_resps_new(cfg->limits.header_bytes)) == NULL ||
+	    (ic->finish = event_new(c->w->base, -1, 0, finish_cb, ic)) == NULL ||
+	    (ic->held = evbuffer_new()) == NULL) {
+		icpt_free(ic);
+		conn_close(c, "out-of-memory");
+		return;
+	}
+	ic->c = c;
+	ic->under = bufferevent_socket_new(c->w->base, c->down.fd,
+	    BEV_OPT_CLOSE_ON_FREE);
+	/*
+	 * The bytes we read are put back in front of the socket's (a
+	 * bufferevent's input takes no appends from outside; its front does).
+	 */
+	if (ic->under == NULL || evbuffer_prepend(bufferevent_get_input(
+	    ic->under), c->peek, c->peeklen) != 0) {
+		icpt_free(ic);
+		conn_close(c, "out-of-memory");
+		return;
+	}
+	if (tls && (r = start_tls(ic)) != 0) {
+		bufferevent_setfd(ic->under, -1);	/* c->down keeps the socket */
+		icpt_free(ic);
+		conn_deny(c, r == SL_ERR_DENIED ? "no-sandbox-ca" :
+		    "interception-failed", c->dec.rule);
+		return;
+	}
+	/* The socket is libevent's from here on; our own events on it go. */
+	event_del(c->down.rev);
+	event_del(c->down.wev);
+	c->down.fd = -1;
+	c->icpt = ic;
+	if (!tls) {
+		ic->down = ic->under;
+		ic->under = NULL;
+		ic->phase = IC_REQUESTS;
+		c->upport = 443;	/* the same server, over TLS */
+		c->updst = c->dst;
+	}
+	conn_set_state(c, CS_ICPT);
+	/*
+	 * Enabling may run the handshake on the peeked bytes at once, and a
+	 * failed one would close c under us: events wait until we are done.
+	 */
+	ic->starting = 1;
+	bufferevent_setcb(ic->down, down_read_cb, down_write_cb, down_event_cb,
+	    ic);
+	bufferevent_setwatermark(ic->down, EV_WRITE, ICPT_HIGH / 2, 0);
+	bufferevent_enable(ic->down, EV_READ | EV_WRITE);
+	/* What was peeked is in already, and no more may come: start now. */
+	bufferevent_trigger(tls ? bufferevent_get_underlying(ic->down) :
+	    ic->down, EV_READ, BEV_TRIG_IGNORE_WATERMARKS);
+	ic->starting = 0;
+	if (ic->start_events != 0)
+		down_event_cb(ic->down, ic->start_events, ic);	/* may close c */
+	else if (!tls)
+		down_read_cb(ic->down, ic);
+}
+
+/* Clears our callbacks from b and stops it: nothing of ours runs again. */
+static void
+bev_quiet(struct bufferevent *b)
+{
+	if (b == NULL)
+		return;
+	bufferevent_setcb(b, NULL, NULL, NULL, NULL);
+	bufferevent_disable(b, EV_READ | EV_WRITE);
+}
+
+void
+icpt_close(struct icpt *ic)
+{
+	struct bufferevent *under;
+
+	if (ic->phase == IC_CLOSED)
+		return;
+	/* Answers never completed still get their record. */
+	while (ic->qn > 0) {
+		ic->q[ic->qhead].action = "incomplete";
+		ic->q[ic->qhead].reason = "connection-closed";
+		icpt_audit_request(ic, &ic->q[ic->qhead]);
+		ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
+		ic->qn--;
+	}
+	if (ic->up != NULL && ic->up_state == UP_READY &&
+	    ic->phase == IC_REQUESTS && !ic->resp_close &&
+	    ic->body != BODY_FORWARD && http_resps_pending(ic->resps) == 0 &&
+	    evbuffer_get_length(bufferevent_get_input(ic->up)) == 0 &&
+	    evbuffer_get_length(bufferevent_get_output(ic->up)) == 0) {
+		/* Between requests: the next connection of this sandbox takes it. */
+		upool_put(ic->c->w->upool, ic->up, ic->c->counter, ic->up_host,
+		    (uint16_t)ic->up_port, ic->up_ca);
+		ic->up = NULL;
+	}
+	ic->phase = IC_CLOSED;
+	bev_quiet(ic->up);
+	if (ic->down != NULL &&
+	    (under = bufferevent_get_underlying(ic->down)) != NULL)
+		evbuffer_remove_cb(bufferevent_get_output(under), under_out_cb,
+		    ic);
+	bev_quiet(ic->down);
+	bev_quiet(ic->under);
+	if (ic->finish != NULL)
+		event_del(ic->finish);
+	resolve_cancel(ic->resolving);
+	ic->resolving = NULL;
+}
+
+void
+icpt_free(struct icpt *ic)
+{
+	if (ic == NULL)
+		return;
+	if (ic->up != NULL)
+		bufferevent_free(ic->up);
+	if (ic->down != NULL)
+		bufferevent_free(ic->down);
+	if (ic->finish != NULL)
+		event_free(ic->finish);
+	if (ic->under != NULL)
+		bufferevent_free(ic->under);
+	icpt_req_release(&ic->cur);
+	resolve_cancel(ic->resolving);
+	icpt_fwd_free(ic->fwd);
+	redactor_free(ic->red);
+	if (ic->red_buf != NULL)
+		evbuffer_free(ic->red_buf);
+	http_reqs_free(ic->reqs);
+	http_resps_free(ic->resps);
+	if (ic->held != NULL)
+		evbuffer_free(ic->held);
+	while (ic->npins > 0)
+		free(ic->pins[--ic->npins]);
+	free(ic->refusal);
+	free(ic);
+}
+
+void
+icpt_audit_durable(struct icpt *ic, uint64_t durable, int failed)
+{
+	if (ic->phase == IC_CLOSED || ic->audit_wait == 0)
+		return;
+	if (failed && ic->audit_wait > durable) {
+		ic->audit_wait = 0;
+		evbuffer_drain(ic->held, evbuffer_get_length(ic->held));
+		icpt_up_failed(ic, 503, "audit-unavailable", "the audit trail "
+		    "cannot be written");
+		return;
+	}
+	if (ic->audit_wait > durable)
+		return;
+	ic->audit_wait = 0;
+	icpt_up_release(ic);
+}
+
+void
+icpt_bytes(const struct icpt *ic, uint64_t *from_sandbox,
+    uint64_t *from_upstream)
+{
+	*from_sandbox = ic->from_sandbox;
+	*from_upstream = ic->from_upstream;
+}
+
+void
+icpt_timer(struct conn *c)
+{
+	const struct config *cfg = worker_config(c->w);
+	struct icpt *ic = c->icpt;
+	uint64_t idle;
+
+	if (ic->phase == IC_HANDSHAKE) {
+		conn_close(c, "handshake-timeout");
+		return;
+	}
+	idle = icpt_now_ms() - c->last_active;
+	if (idle >= cfg->timeouts.idle) {
+		conn_close(c, "idle-timeout");
+		return;
+	}
+	conn_arm_timer(c, cfg->timeouts.idle - (unsigned)idle);
+}

@@ -1,0 +1,236 @@
+/*
+ * icpt_int.h: what the parts of an intercepted connection share: the
+ * connection's life and the sandbox's side (icpt.c), its requests
+ * (icpt_req.c) and its upstream (icpt_up.c).
+ */
+#ifndef SLUICE_ICPT_INT_H
+#define SLUICE_ICPT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/names.h"
+#include "util/redact.h"
+
+struct bufferevent;
+struct conn;
+struct event;
+struct evbuffer;
+struct http_reqs;
+struct http_resps;
+struct http_resp_head;
+struct intercept_rule;
+struct redactor;
+struct secret;
+struct resolve_req;
+struct icpt_fwd;
+struct http_head;
+
+#define ICPT_HIGH		(256u * 1024)	/* bytes queued for one side */
+#define ICPT_MAX_PENDING	32	/* requests upstream has not answered */
+#define ICPT_MAX_PINS		8
+#define ICPT_MAX_SECRETS	4	/* INJECT_MAX_SECRETS */
+
+/* A request from its judgement to its audit record. */
+struct icpt_req {
+	char		 method[24];
+	char		 path[256];	/* normalised, cut for the record */
+	char		 rule[96];
+	const char	*action;	/* static */
+	const char	*reason;	/* static */
+	int		 status;
+	int		 upgrade;	/* asked to switch protocols */
+	int		 close;		/* the client asked to close after it */
+	uint64_t	 bytes_up, bytes_down;
+	uint64_t	 start_ms;
+	/* Injected: the secrets it got (references), and what came back. */
+	struct secret	*secrets[ICPT_MAX_SECRETS];
+	size_t		 nsecrets;
+	char		 rid[40];	/* links its request and response records */
+	uint64_t	 redacted_head, redacted_body;
+	/* Forwarded: its identity token, to take out of the answer. */
+	struct icpt_tok	*tok;		/* owned; NULL unless forwarded */
+	char		 jti[24];
+	char		 to[80];	/* the proxy, host:port, for the record */
+};
+
+struct icpt_tok {
+	uint8_t		*mem;		/* the token and its forms */
+	struct redact_pat pats[REDACT_MAX_FORMS];
+	size_t		 npats;
+};
+
+/* IC_CLOSED: conn_close ran; the memory waits for the next loop turn. */
+enum icpt_phase { IC_HANDSHAKE, IC_REQUESTS, IC_TUNNEL, IC_CLOSED };
+enum icpt_body { BODY_NONE, BODY_FORWARD, BODY_DISCARD };
+enum icpt_up { UP_NONE, UP_CONNECTING, UP_READY };
+
+struct icpt {
+	struct conn	*c;
+	enum icpt_phase	 phase;
+	struct bufferevent *under;	/* the sandbox's socket */
+	struct bufferevent *down;	/* TLS over it, towards the sandbox */
+	struct bufferevent *up;		/* TLS to the upstream, once needed */
+	enum icpt_up	 up_state;
+	char		 up_ca[256];	/* CA file the upstream was verified by */
+	struct http_reqs *reqs;
+	struct http_resps *resps;
+	enum icpt_body	 body;		/* what becomes of the current body */
+	int		 hold;		/* request parsing waits */
+	int		 upgrade_sent;	/* a passed upgrade awaits upstream's answer */
+	char		*refusal;	/* waiting for the answers owed before it */
+	size_t		 refusal_len;
+	int		 refusal_close;
+	int		 closing;	/* close once the sandbox has everything */
+	int		 resp_close;	/* the answer in progress ends the connection */
+	int		 shut_sent;	/* our close_notify is queued */
+	const char	*fail_reason;	/* why the upstream failed (static) */
+	int		 starting;	/* icpt_start is still on the stack */
+	short		 start_events;	/* events that came meanwhile */
+	int		 resp_open;	/* a response head was read, not its end */
+	int		 resp_info;	/* and it is informational (1xx) */
+	int		 expect_tunnel;	/* an upgrade request: TUNNEL follows END */
+	int		 last_request;	/* the client said close: read no more */
+	struct evbuffer	*held;		/* for the upstream, until it is checked */
+	uint64_t	 audit_wait;	/* the audit ticket it waits for, or 0 */
+	char		*pins[ICPT_MAX_PINS];	/* of the rule that opened it */
+	size_t		 npins;
+	struct event	*finish;	/* icpt_maybe_finish, next turn */
+	struct icpt_req	 cur;		/* the request being read */
+	struct icpt_req	 q[ICPT_MAX_PENDING];	/* sent, not yet answered */
+	unsigned	 qhead, qn;
+	uint64_t	 from_sandbox, from_upstream;
+	/* The response in progress is redacted (icpt_redact.c). */
+	struct redactor	*red;		/* made on first use, kept */
+	struct evbuffer	*red_buf;	/* what it let go, before framing */
+	int		 red_on;	/* its body goes through red */
+	int		 red_chunked_in;	/* the upstream's body is chunked */
+	int		 red_chunked_out;	/* ours is re-framed as chunked */
+	int		 red_dstate;	/* the de-chunker's state */
+	uint64_t	 red_left;	/* bytes left of the current chunk */
+	uint64_t	 red_base;	/* replacements in the head */
+	/* The upstream's host and port (a forward rule's proxy, or c's). */
+	char		 up_host[NAME_BUFSZ + 2];
+	unsigned	 up_port;
+	struct resolve_req *resolving;	/* the proxy's name, being resolved */
+	struct icpt_fwd	*fwd;		/* a forwarded body being hashed */
+};
+
+/* icpt.c: the connection's life and the sandbox's side. */
+
+/* A coarse monotonic clock, in milliseconds. */
+uint64_t icpt_now_ms(void);
+/* Something happened: the connection is not idle. */
+void	icpt_touch(struct icpt *ic);
+/*
+ * Writes r's audit record, counts it in the metrics, and lets go of the
+ * secrets it got: a request's life ends with its record.  An injected
+ * request's record was written before it went upstream; this one is its
+ * "response" record.
+ */
+void	icpt_audit_request(struct icpt *ic, struct icpt_req *r);
+/* Lets go of the secrets r holds (without a record). */
+void	icpt_req_release(struct icpt_req *r);
+/* Queues len bytes of buf for the sandbox. */
+void	icpt_send_down(struct icpt *ic, const void *buf, size_t len);
+/*
+ * Refuses the current request (ic->cur) with sluice's own answer and
+ * writes its audit record; close: the connection ends after it.
+ */
+void	icpt_refuse(struct icpt *ic, int status, const char *error,
+	    const char *reason, const char *detail, int close);
+/* Sends a held refusal once no answer is owed before it. */
+void	icpt_release_refusal(struct icpt *ic);
+/* Ends a closing connection once the sandbox has everything; may close c. */
+void	icpt_maybe_finish(struct icpt *ic);
+
+/* icpt_req.c: the sandbox's requests. */
+
+/* Reads, judges and forwards requests until told to hold; may close c. */
+void	icpt_pump_requests(struct icpt *ic);
+
+/*
+ * What forward_head and icpt_fwd_head share: the upstream for rule (the
+ * proxy for a forward rule) opened, or the one in use kept or dropped;
+ * -1 after refusing.  icpt_enqueue: the head is out, ic->cur goes to the
+ * queue (with what it owns), returned.
+ */
+int	icpt_prepare_up(struct icpt *ic, const struct http_head *h,
+	    const struct intercept_rule *rule);
+struct icpt_req *icpt_enqueue(struct icpt *ic, const struct http_head *h);
+
+/* icpt_fwd.c: forward rules. */
+
+/* Whether a forward rule can run here; -1 after refusing. */
+int	icpt_fwd_check(struct icpt *ic, const struct http_head *h,
+	    const struct intercept_rule *rule, int ka_close);
+/* The head for the proxy, with its token (or held for the body's hash). */
+int	icpt_fwd_head(struct icpt *ic, const struct http_head *h,
+	    const struct intercept_rule *rule, const char *target);
+/* Body bytes of a request whose token carries the body's hash. */
+int	icpt_fwd_body(struct icpt *ic, const uint8_t *p, size_t n);
+/* Its body is complete: sign, write head and body for the proxy. */
+int	icpt_fwd_finish(struct icpt *ic);
+void	icpt_fwd_free(struct icpt_fwd *f);	/* accepts NULL */
+/* Whether r's answer is redacted: it got a secret or a token. */
+int	icpt_req_redacts(const struct icpt_req *r);
+
+/* icpt_up.c: the upstream and its answers. */
+
+/*
+ * Where bytes for the upstream go: held until it is checked and until the
+ * record of an injected request is durable (fsync always); then
+ * icpt_up_release() lets them go, in order.
+ */
+struct evbuffer *icpt_up_out(struct icpt *ic);
+void	icpt_up_release(struct icpt *ic);
+/*
+ * Drops the upstream in use whatever its state: no callback of it runs
+ * again and nothing more is read from it; freed on the next loop turn.
+ */
+void	icpt_up_discard(struct icpt *ic);
+/* Lets the upstream in use go (idle): to the pool, or closed. */
+void	icpt_up_drop(struct icpt *ic);
+/* Bytes queued for the upstream, held or not. */
+size_t	icpt_up_queued(struct icpt *ic);
+/* Takes rule's pins (up to ICPT_MAX_PINS) for the upstream's key. */
+void	icpt_pins_set(struct icpt *ic, const struct intercept_rule *rule);
+/* 1 if rule's pins are the ones taken (as a set). */
+int	icpt_pins_same(const struct icpt *ic, const struct intercept_rule *rule);
+/* 1 if the upstream's key matches the pins taken, or there are none. */
+int	icpt_pins_ok(struct icpt *ic);
+/*
+ * Opens ic->up for rule: an idle one of the pool, its pins checked at
+ * once, else a new connection, checked once connected.  -1 after
+ * answering the sandbox (ic->fail_reason says why).
+ */
+int	icpt_up_open(struct icpt *ic, const struct intercept_rule *rule);
+/*
+ * The upstream failed before answering the oldest request in the queue:
+ * the sandbox gets status (detail may be NULL), the request its record,
+ * and the connection ends.
+ */
+void	icpt_up_failed(struct icpt *ic, int status, const char *reason,
+	    const char *detail);
+/* Relays the upstream's answers, in order, to the sandbox; may close c. */
+void	icpt_pump_responses(struct icpt *ic);
+/* A tunnel: what the sandbox sent goes to the upstream as it is. */
+void	icpt_tunnel_down_to_up(struct icpt *ic);
+
+/* icpt_redact.c: answers to injected requests, secrets taken out. */
+
+/*
+ * Sends the head of r's response with every secret r got redacted, and
+ * sets up the body's redaction (re-framed as chunked when its length was
+ * given).  Returns 0, or -1 after answering the sandbox itself (a
+ * response that cannot be redacted).
+ */
+int	icpt_redact_head(struct icpt *ic, struct icpt_req *r,
+	    const struct http_resp_head *rh);
+/* Body bytes, in the upstream's framing: redacted on to the sandbox. */
+int	icpt_redact_body(struct icpt *ic, struct icpt_req *r, const uint8_t *p,
+	    size_t n);
+/* The body ended: the held-back bytes and the last chunk go. */
+int	icpt_redact_end(struct icpt *ic, struct icpt_req *r);
+
+#endif

@@ -1,0 +1,313 @@
+/*
+ * icpt_redact.c: the answers to injected requests.  Whatever the upstream
+ * sends back may carry the secret it was given (an echo, an error page
+ * quoting the request, a debug header); before it reaches the sandbox,
+ * every secret the request got is taken out of the head and the body, in
+ * every form redact.h knows.
+ *
+ * The body changes length, so one whose length was given (Content-Length
+ * or chunked) goes to the sandbox re-framed as chunked; a close-delimited
+ * body stays close-delimited.  The upstream's chunk framing is taken off
+ * first (the response parser checked it already), so a value split across
+ * chunks is still found.  Injected requests are sent with
+ * "Accept-Encoding: identity"; a response with a content coding anyway
+ * cannot be read, and is refused.
+ */
+#include "autoconf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <jansson.h>
+
+#include "audit/audit.h"
+#include "conn/conn.h"
+#include "parse/httphead.h"
+#include "parse/httphead_int.h"
+#include "parse/httppath.h"
+#include "parse/httpresp.h"
+#include "conn/icpt_int.h"
+#include "util/log.h"
+#include "util/metrics.h"
+#include "util/redact.h"
+#include "keys/secrets.h"
+#include "loop/state.h"
+#include "daemon/worker.h"
+
+enum { D_SIZE, D_EXT, D_SIZE_LF, D_DATA, D_DATA_CR, D_DATA_LF, D_DONE };
+
+/* The forms of every secret r got, as one pattern list. */
+static size_t
+req_patterns(const struct icpt_req *r, struct redact_pat *pats)
+{
+	size_t i, k, n = 0;
+
+	for (i = 0; i < r->nsecrets; i++)
+		for (k = 0; k < r->secrets[i]->nforms &&
+		    n < REDACT_MAX_PATTERNS; k++)
+			pats[n++] = r->secrets[i]->forms[k];
+	for (k = 0; r->tok != NULL && k < r->tok->npats &&
+	    n < REDACT_MAX_PATTERNS; k++)
+		pats[n++] = r->tok->pats[k];
+	return n;
+}
+
+/* The header named name among rh's, or NULL. */
+static const struct http_header *
+find_header(const struct http_resp_head *rh, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < rh->nheaders; i++)
+		if (ascii_eq(rh->headers[i].name, rh->headers[i].name_len, name))
+			return &rh->headers[i];
+	return NULL;
+}
+
+/* Whether any Content-Encoding header names a coding but identity. */
+static int
+coded(const struct http_resp_head *rh)
+{
+	size_t i;
+
+	for (i = 0; i < rh->nheaders; i++)
+		if (ascii_eq(rh->headers[i].name, rh->headers[i].name_len,
+		    "content-encoding") && !ascii_eq(rh->headers[i].value,
+		    rh->headers[i].value_len, "identity"))
+			return 1;
+	return 0;
+}
+
+static int
+has_body(const struct icpt_req *r, const struct http_resp_head *rh)
+{
+	return !(rh->status / 100 == 1 || rh->status == 204 ||
+	    rh->status == 304 || strcmp(r->method, "HEAD") == 0);
+}
+
+static int
+emit_cb(void *arg, const uint8_t *p, size_t len)
+{
+	return evbuffer_add(arg, p, len);
+}
+
+/*
+ * Writes rh's head for the sandbox into out through the redactor (reset
+ * for this response already); with reframe, its Content-Length and
+ * Transfer-Encoding give way to "Transfer-Encoding: chunked".  A value
+ * never holds CR or LF, so the head is one stream.
+ */
+static int
+redact_head(struct redactor *red, const struct http_resp_head *rh,
+    int reframe, struct evbuffer *out)
+{
+	const char *p = rh->out, *end = rh->out + rh->out_len, *eol;
+
+	while (p < end && (eol = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+		eol++;
+		if (eol - p == 2)	/* the empty line */
+			break;
+		if (!(reframe && (ascii_prefix(p, (size_t)(eol - p),
+		    "content-length:") || ascii_prefix(p, (size_t)(eol - p),
+		    "transfer-encoding:"))) &&
+		    redactor_feed(red, (const uint8_t *)p, (size_t)(eol - p),
+		    emit_cb, out) != 0)
+			return -1;
+		p = eol;
+	}
+	if (redactor_flush(red, emit_cb, out) != 0)
+		return -1;
+	if (reframe)
+		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+	return evbuffer_add(out, "\r\n", 2);
+}
+
+int
+icpt_redact_head(struct icpt *ic, struct icpt_req *r,
+    const struct http_resp_head *rh)
+{
+	struct redact_pat pats[REDACT_MAX_PATTERNS];
+	size_t npats = req_patterns(r, pats);
+	int body = has_body(r, rh) && !rh->informational && rh->status != 101;
+	int chunked = find_header(rh, "transfer-encoding") != NULL;
+	int reframe = body && !rh->close_delimited;
+
+	if (body && coded(rh)) {
+		icpt_up_failed(ic, 502, "response-not-redactable", "the answer "
+		    "to a request that got a credential has a content coding");
+		return -1;
+	}
+	/* One redactor a connection, reset for each answer: head, then body. */
+	if ((ic->red == NULL && (ic->red = redactor_new()) == NULL) ||
+	    (ic->red_buf == NULL && (ic->red_buf = evbuffer_new()) == NULL) ||
+	    redactor_reset(ic->red, pats, npats) != 0 ||
+	    redact_head(ic->red, rh, reframe, ic->red_buf) != 0) {
+		conn_close(ic->c, "out-of-memory");
+		return -1;
+	}
+	evbuffer_add_buffer(bufferevent_get_output(ic->down), ic->red_buf);
+	ic->red_base = redactor_count(ic->red);
+	r->redacted_head += ic->red_base;
+	if (!body)
+		return 0;
+	ic->red_on = 1;
+	ic->red_chunked_in = chunked;
+	ic->red_chunked_out = reframe;
+	ic->red_dstate = D_SIZE;
+	ic->red_left = 0;
+	return 0;
+}
+
+/* What the redactor let go, to the sandbox: one chunk when re-framed. */
+static void
+send_redacted(struct icpt *ic)
+{
+	size_t n = evbuffer_get_length(ic->red_buf);
+	struct evbuffer *out = bufferevent_get_output(ic->down);
+
+	if (n == 0)
+		return;
+	if (ic->red_chunked_out)
+		evbuffer_add_printf(out, "%zx\r\n", n);
+	evbuffer_add_buffer(out, ic->red_buf);
+	if (ic->red_chunked_out)
+		evbuffer_add(out, "\r\n", 2);
+}
+
+/*
+ * Takes the chunk framing off p[0..n) (checked by the response parser
+ * already) and feeds the data to the redactor.
+ */
+static int
+dechunk_feed(struct icpt *ic, const uint8_t *p, size_t n)
+{
+	size_t i = 0, take;
+	int c;
+
+	while (i < n) {
+		switch (ic->red_dstate) {
+		case D_SIZE:
+			c = p[i++];
+			if (c == ';' || c == ' ' || c == '\t')
+				ic->red_dstate = D_EXT;
+			else if (c == '\r')
+				ic->red_dstate = D_SIZE_LF;
+			else if (ic->red_left >> 56 != 0 || http_hexval(c) < 0)
+				return -1;
+			else
+				ic->red_left = ic->red_left * 16 +
+				    (uint64_t)http_hexval(c);
+			break;
+		case D_EXT:
+			if (p[i++] == '\r')
+				ic->red_dstate = D_SIZE_LF;
+			break;
+		case D_SIZE_LF:
+			if (p[i++] != '\n')
+				return -1;
+			ic->red_dstate = ic->red_left == 0 ? D_DONE : D_DATA;
+			break;
+		case D_DATA:
+			take = n - i < ic->red_left ? n - i : (size_t)ic->red_left;
+			if (redactor_feed(ic->red, p + i, take, emit_cb,
+			    ic->red_buf) != 0)
+				return -1;
+			i += take;
+			if ((ic->red_left -= take) == 0)
+				ic->red_dstate = D_DATA_CR;
+			break;
+		case D_DATA_CR:
+			if (p[i++] != '\r')
+				return -1;
+			ic->red_dstate = D_DATA_LF;
+			break;
+		case D_DATA_LF:
+			if (p[i++] != '\n')
+				return -1;
+			ic->red_dstate = D_SIZE;
+			break;
+		case D_DONE:		/* the last chunk's CRLF */
+			i = n;
+			break;
+		}
+	}
+	return 0;
+}
+
+int
+icpt_redact_body(struct icpt *ic, struct icpt_req *r, const uint8_t *p,
+    size_t n)
+{
+	int rc;
+
+	if (!ic->red_on || n == 0)
+		return 0;
+	if (ic->red_chunked_in)
+		rc = dechunk_feed(ic, p, n);
+	else
+		rc = redactor_feed(ic->red, p, n, emit_cb, ic->red_buf);
+	if (rc != 0) {
+		conn_close(ic->c, "redaction-failed");
+		return -1;
+	}
+	send_redacted(ic);
+	return 0;
+}
+
+/* The secrets of r, for the audit trail: names and versions. */
+static json_t *
+secrets_json(const struct icpt_req *r)
+{
+	json_t *arr = json_array();
+	size_t i;
+
+	for (i = 0; arr != NULL && i < r->nsecrets; i++)
+		json_array_append_new(arr, json_pack("{s:s, s:I}",
+		    "name", r->secrets[i]->name,
+		    "version", (json_int_t)r->secrets[i]->version));
+	return arr;
+}
+
+int
+icpt_redact_end(struct icpt *ic, struct icpt_req *r)
+{
+	struct conn *c = ic->c;
+	int rc = 0;
+
+	if (ic->red_on) {
+		ic->red_on = 0;
+		if (redactor_flush(ic->red, emit_cb, ic->red_buf) != 0) {
+			conn_close(c, "redaction-failed");
+			return -1;
+		}
+		send_redacted(ic);
+		if (ic->red_chunked_out)
+			evbuffer_add(bufferevent_get_output(ic->down),
+			    "0\r\n\r\n", 5);
+		/* The count runs from the reset: the head's came first. */
+		r->redacted_body += redactor_count(ic->red) - ic->red_base;
+	}
+	/* What was built from the secrets goes with the answer. */
+	if (ic->red != NULL)
+		redactor_reset(ic->red, NULL, 0);
+	if (r->redacted_head + r->redacted_body == 0)
+		return rc;
+	if (r->redacted_head > 0)
+		mtable_add(&c->w->metrics.redactions, r->rule, "head");
+	if (r->redacted_body > 0)
+		mtable_add(&c->w->metrics.redactions, r->rule, "body");
+	log_info("icpt", "%s: a secret came back in the answer to %s; "
+	    "redacted %llu time(s)", c->name, r->rid,
+	    (unsigned long long)(r->redacted_head + r->redacted_body));
+	audit_write(worker_audit(c->w), "secret_reflected", json_pack("{s:s?,"
+	    " s:s, s:I, s:s, s:s, s:s, s:o, s:I, s:I}", "sandbox", c->sb ?
+	    c->sb->id : NULL, "policy", c->policy_name,
+	    "revision", (json_int_t)c->policy_rev, "rid", r->rid,
+	    "rule", r->rule, "host", c->name,
+	    "secrets", secrets_json(r), "in_head", (json_int_t)r->redacted_head,
+	    "in_body", (json_int_t)r->redacted_body));
+	return 0;
+}

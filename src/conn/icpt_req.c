@@ -1,0 +1,539 @@
+/*
+ * icpt_req.c: the requests of an intercepted connection.  Each request
+ * the sandbox sends is parsed, judged on its own by the policy's
+ * intercept rules (judge, the one decision point), and either refused
+ * with sluice's own answer or re-serialised and queued, with its body,
+ * for the upstream.
+ */
+#include "autoconf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <jansson.h>
+#include <sodium.h>
+
+#include "conn/conn.h"
+#include "parse/httpfwd.h"
+#include "parse/httphead.h"
+#include "parse/httppath.h"
+#include "parse/httpresp.h"
+#include "conn/icpt_int.h"
+#include "util/log.h"
+#include "audit/audit.h"
+#include "daemon/daemon.h"
+#include "keys/inject.h"
+#include "util/metrics.h"
+#include "conf/policy.h"
+#include "keys/secrets.h"
+#include "loop/state.h"
+#include "daemon/worker.h"
+
+#define ICPT_HEAD_MAX		(64u * 1024)	/* a re-serialised request head */
+#define ICPT_PATH_MAX		(HTTP_MAX_TARGET + 1)	/* a normalised path always fits */
+
+/* ---- judging -------------------------------------------------------- */
+
+/*
+ * Renders an inject rule's headers into the worker's guarded scratch
+ * (*wipe: how much of it to wipe once the head is written).  Returns 0,
+ * or -1 after refusing the request.
+ */
+static int
+inject_prepare(struct icpt *ic, const struct intercept_rule *rule,
+    struct inject *inj, size_t *wipe, int ka_close)
+{
+	struct conn *c = ic->c;
+	char detail[192];
+	char *buf;
+
+	if (c->w->d->secrets == NULL) {
+		icpt_refuse(ic, 403, "denied", "secrets-off", "sluice: this "
+		    "gateway has no secret store (gateway_key, secret_dir)",
+		    ka_close);
+		return -1;
+	}
+	if ((buf = worker_scratch(c->w)) == NULL) {
+		icpt_refuse(ic, 503, "unavailable", "secret-unavailable",
+		    "sluice: out of guarded memory", 1);
+		return -1;
+	}
+	switch (inject_render(rule, c->w->st->secrets, c->name, buf,
+	    INJECT_BUF, wipe, inj)) {
+	case INJECT_OK:
+		return 0;
+	case INJECT_UNAVAILABLE:
+		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
+		    "not available", inj->secret);
+		icpt_refuse(ic, 503, "unavailable", "secret-unavailable",
+		    detail, ka_close);
+		break;
+	case INJECT_UNBOUND:
+		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
+		    "not bound to this host", inj->secret);
+		icpt_refuse(ic, 403, "denied", "secret-host-binding", detail,
+		    ka_close);
+		break;
+	case INJECT_TOO_BIG:
+		icpt_refuse(ic, 500, "internal", "secret-too-large",
+		    "sluice: the injected headers do not fit", ka_close);
+		break;
+	}
+	sodium_memzero(buf, *wipe);
+	*wipe = 0;
+	return -1;
+}
+
+/*
+ * The one decision point of an intercepted request.  Fills ic->cur and
+ * returns the rule that lets it go, or NULL after refusing it.
+ */
+static const struct intercept_rule *
+judge(struct icpt *ic, const struct http_head *h, char *target,
+    size_t target_len, struct inject *inj, size_t *wipe)
+{
+	struct conn *c = ic->c;
+	const struct intercept_rule *rule;
+	struct http_request_view rq;
+	const char *t = h->absolute_form ? h->origin_target : h->target;
+	const char *query = NULL, *why = NULL, *refusal;
+	size_t tlen = h->absolute_form ? strlen(h->origin_target) :
+	    h->target_len, plen = 0, qlen = 0;
+	char path[ICPT_PATH_MAX];
+	int ka_close = !h->keep_alive;	/* a refusal ends it when asked to */
+
+	icpt_req_release(&ic->cur);
+	memset(&ic->cur, 0, sizeof(ic->cur));
+	snprintf(ic->cur.method, sizeof(ic->cur.method), "%s", h->method);
+	ic->cur.start_ms = icpt_now_ms();
+	log_escape(t, tlen, ic->cur.path, sizeof(ic->cur.path));
+	/* Every identity the request carries must be the TLS connection's. */
+	if (!h->has_host || h->host_is_ip || strcmp(h->host, c->name) != 0 ||
+	    (h->host_port != 0 && h->host_port != c->dst_port) ||
+	    (h->has_authority && strcmp(h->authority, c->name) != 0)) {
+		icpt_refuse(ic, 421, "misdirected", "host-mismatch", NULL,
+		    ka_close);
+		return NULL;
+	}
+	if (h->is_connect) {
+		icpt_refuse(ic, 400, "refused", "bad-request",
+		    "sluice: CONNECT inside an intercepted connection", 1);
+		return NULL;
+	}
+	if (http_path_normalize(t, tlen, path, sizeof(path), &plen, &query,
+	    &qlen, &why) != 0) {
+		icpt_refuse(ic, 400, "refused", "bad-target", why, 1);
+		return NULL;
+	}
+	snprintf(ic->cur.path, sizeof(ic->cur.path), "%s", path);
+	memset(&rq, 0, sizeof(rq));
+	rq.method = h->method;
+	rq.host = c->name;
+	rq.path = path;
+	rq.query = query;
+	rq.query_len = qlen;
+	rq.headers = h->headers;
+	rq.nheaders = h->nheaders;
+	if ((rule = policy_match_request(c->pol, &rq)) == NULL) {
+		icpt_refuse(ic, 403, "denied", "no-matching-rule", NULL,
+		    ka_close);
+		return NULL;
+	}
+	snprintf(ic->cur.rule, sizeof(ic->cur.rule), "%s", rule->label);
+	if ((refusal = policy_request_refusal(rule, &rq)) != NULL) {
+		icpt_refuse(ic, 403, "denied", refusal, "sluice: this rule "
+		    "does not let a request override its method", ka_close);
+		return NULL;
+	}
+	switch (rule->action) {
+	case ICPT_PASS:
+		break;
+	case ICPT_DENY:
+		icpt_refuse(ic, 403, "denied", "deny-rule", NULL, ka_close);
+		return NULL;
+	case ICPT_INJECT:
+		if (h->upgrade) {
+			/* XXX what comes back in a tunnel is not redacted. */
+			icpt_refuse(ic, 403, "denied", "inject-upgrade",
+			    "sluice: a request that gets a credential may not "
+			    "switch protocols", ka_close);
+			return NULL;
+		}
+		if (inject_prepare(ic, rule, inj, wipe, ka_close) != 0)
+			return NULL;
+		break;
+	case ICPT_FORWARD:
+		if (icpt_fwd_check(ic, h, rule, ka_close) != 0)
+			return NULL;
+		break;
+	}
+	if (plen + 1 + qlen + 1 > target_len) {
+		icpt_refuse(ic, 400, "refused", "bad-target",
+		    "target too long", 1);
+		return NULL;
+	}
+	memcpy(target, path, plen);
+	if (query != NULL) {
+		target[plen] = '?';
+		memcpy(target + plen + 1, query, qlen);
+		plen += 1 + qlen;
+	}
+	target[plen] = '\0';
+	ic->cur.action = rule->action == ICPT_INJECT ? "inject" :
+	    rule->action == ICPT_FORWARD ? "forward" : "pass";
+	ic->cur.reason = "intercept-rule";
+	return rule;
+}
+
+/* ---- requests ------------------------------------------------------- */
+
+/*
+ * The record of an injected request, with the secrets it gets, queued
+ * before a byte of it can go upstream; with fsync always the request is
+ * held until the record is on disk (icpt_audit_durable).  -1: the queue is
+ * full and queue_full is refuse, or out of memory.
+ */
+static int
+audit_injected(struct icpt *ic, const struct inject *inj)
+{
+	struct conn *c = ic->c;
+	struct audit *a = worker_audit(c->w);
+	json_t *rec, *arr;
+	uint64_t ticket;
+	size_t i;
+
+	snprintf(ic->cur.rid, sizeof(ic->cur.rid), "%llx-%u-%llu",
+	    (unsigned long long)c->w->d->started, c->w->idx,
+	    (unsigned long long)++c->w->rid_next);
+	if ((arr = json_array()) == NULL)
+		return -1;
+	for (i = 0; i < inj->nused; i++)
+		json_array_append_new(arr, json_pack("{s:s, s:I, s:s}",
+		    "name", inj->used[i]->name,
+		    "version", (json_int_t)inj->used[i]->version,
+		    "fingerprint", inj->used[i]->fp));
+	rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s,"
+	    " s:o, s:b}",
+	    "sandbox", c->sb ? c->sb->id : NULL,
+	    "policy", c->policy_name, "revision", (json_int_t)c->policy_rev,
+	    "method", ic->cur.method, "host", c->name, "path", ic->cur.path,
+	    "action", "inject", "reason", ic->cur.reason, "rule", ic->cur.rule,
+	    "rid", ic->cur.rid, "secrets", arr, "intercepted", 1);
+	if (audit_submit(a, "request", rec, &ticket) != 0) {
+		ic->cur.rid[0] = '\0';	/* no request record: no response one */
+		return -1;
+	}
+	for (i = 0; i < inj->nused; i++)
+		mtable_add(&c->w->metrics.injections, inj->used[i]->name, "");
+	if (audit_durable(a) < ticket)
+		ic->audit_wait = ticket;
+	return 0;
+}
+
+int
+icpt_prepare_up(struct icpt *ic, const struct http_head *h,
+    const struct intercept_rule *rule)
+{
+	int fwd = rule->action == ICPT_FORWARD;
+	const char *host = fwd ? rule->forward_host : ic->c->name;
+	unsigned port = fwd ? rule->forward_port : ic->c->upport ?
+	    ic->c->upport : ic->c->dst_port;
+
+	/*
+	 * The answer is expected only once the head is committed
+	 * (icpt_enqueue): a refusal after this point must not leave the
+	 * response parser one answer ahead of the queue.
+	 */
+	if (ic->qn == ICPT_MAX_PENDING ||
+	    http_resps_pending(ic->resps) >= HTTP_RESPS_MAX_PENDING) {
+		icpt_refuse(ic, 400, "refused", "too-many-pipelined", NULL, 1);
+		return -1;
+	}
+	if (ic->up != NULL && (strcmp(ic->up_ca, rule->upstream_ca ?
+	    rule->upstream_ca : "") != 0 || strcmp(ic->up_host, host) != 0 ||
+	    ic->up_port != port)) {
+		/*
+		 * Another upstream (a forward rule's proxy, another CA): the
+		 * one in use goes once nothing is owed on it.
+		 * XXX a pipelined request to another upstream is refused.
+		 */
+		if (ic->qn > 0 || ic->up_state != UP_READY ||
+		    evbuffer_get_length(ic->held) > 0) {
+			icpt_refuse(ic, 502, "bad-gateway", "upstream-conflict",
+			    "sluice: pipelined requests for different upstreams "
+			    "on one connection", 1);
+			return -1;
+		}
+		icpt_up_drop(ic);
+	}
+	/*
+	 * A new connection checks the rule's pins once its handshake is done
+	 * (nothing is sent before); one already checked is checked again
+	 * against this rule's pins.
+	 */
+	if (ic->up == NULL) {
+		icpt_pins_set(ic, rule);
+		if (icpt_up_open(ic, rule) != 0) {
+			ic->cur.status = 502;	/* icpt_up_open answered it */
+			ic->cur.action = "error";
+			ic->cur.reason = ic->fail_reason ? ic->fail_reason :
+			    "upstream-failed";
+			icpt_audit_request(ic, &ic->cur);
+			return -1;
+		}
+	} else if (rule->npins > 0 && ic->up_state == UP_READY) {
+		icpt_pins_set(ic, rule);
+		if (!icpt_pins_ok(ic)) {
+			icpt_refuse(ic, 502, "bad-gateway",
+			    "upstream-pin-mismatch", "sluice: the upstream did "
+			    "not present a pinned key", 0);
+			return -1;
+		}
+	} else if (rule->npins > 0) {
+		/*
+		 * Still connecting, its key checked once connected: against
+		 * this rule's pins too.  Pins of two rules that differ cannot
+		 * both hold: one upstream at a time.
+		 */
+		if (ic->npins == 0)
+			icpt_pins_set(ic, rule);
+		else if (!icpt_pins_same(ic, rule)) {
+			icpt_refuse(ic, 502, "bad-gateway", "upstream-conflict",
+			    "sluice: requests with different pins while the "
+			    "upstream connects", 1);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+struct icpt_req *
+icpt_enqueue(struct icpt *ic, const struct http_head *h)
+{
+	struct icpt_req *q;
+
+	ic->cur.upgrade = h->upgrade;
+	ic->cur.close = !h->keep_alive;
+	ic->last_request = ic->cur.close;
+	if (http_resps_expect(ic->resps, h->method) != 0) {
+		/* The parser checked the method and refused CONNECT. */
+		conn_close(ic->c, "internal");
+		return NULL;
+	}
+	q = &ic->q[(ic->qhead + ic->qn) % ICPT_MAX_PENDING];
+	*q = ic->cur;
+	ic->qn++;
+	ic->cur.nsecrets = 0;	/* the queue holds them now */
+	ic->cur.tok = NULL;
+	ic->upgrade_sent = h->upgrade;
+	return q;
+}
+
+/* An allowed head: re-serialised (inj: with its injection), queued for the upstream. */
+static int
+forward_head(struct icpt *ic, const struct http_head *h,
+    const struct intercept_rule *rule, const char *target,
+    struct inject *inj)
+{
+	struct conn *c = ic->c;
+	struct evbuffer_iovec v;
+	struct evbuffer *out;
+	struct icpt_req *q;
+	size_t i;
+	long n;
+
+	if (icpt_prepare_up(ic, h, rule) != 0)
+		return -1;
+	/*
+	 * Written in place at the end of the upstream's queue: no copy.  An
+	 * injected head waits in held until its record is queued (and, with
+	 * fsync always, durable).
+	 */
+	out = inj != NULL ? ic->held : icpt_up_out(ic);
+	if (evbuffer_reserve_space(out, ICPT_HEAD_MAX, &v, 1) != 1) {
+		conn_close(c, "out-of-memory");
+		return -1;
+	}
+	n = http_head_serialize_upstream(h, target, c->name, c->dst_port,
+	    h->upgrade, inj ? inj->drop : NULL, inj ? inj->ndrop : 0,
+	    inj ? inj->add : NULL, inj ? inj->nadd : 0, v.iov_base, v.iov_len);
+	if (n < 0) {
+		evbuffer_commit_space(out, &v, 0);
+		if (inj != NULL && n == SL_ERR_INVALID)
+			icpt_refuse(ic, 503, "unavailable", "secret-unusable",
+			    "sluice: a secret cannot go in a header", 0);
+		else
+			icpt_refuse(ic, 400, "refused", "header-too-large",
+			    NULL, 1);
+		return -1;
+	}
+	if (inj != NULL && audit_injected(ic, inj) != 0) {
+		sodium_memzero(v.iov_base, (size_t)n);
+		evbuffer_commit_space(out, &v, 0);
+		icpt_refuse(ic, 503, "unavailable", "audit-unavailable",
+		    "sluice: the request could not be audited", 1);
+		return -1;
+	}
+	v.iov_len = (size_t)n;
+	evbuffer_commit_space(out, &v, 1);
+	if ((q = icpt_enqueue(ic, h)) == NULL)
+		return -1;
+	/* The queued request holds the secrets until its response is out. */
+	for (i = 0; inj != NULL && i < inj->nused; i++)
+		q->secrets[i] = inj->used[i];
+	q->nsecrets = inj != NULL ? inj->nused : 0;
+	if (inj != NULL) {
+		inj->nused = 0;	/* transferred */
+		icpt_up_release(ic);	/* unless it waits for its record */
+	}
+	return 0;
+}
+
+/*
+ * Judges a request head and queues it; the body follows it or is
+ * discarded.  An injection's secrets go with the queued request, and the
+ * scratch its values were rendered in is wiped.
+ */
+static void
+take_head(struct icpt *ic, const struct http_head *h)
+{
+	const struct intercept_rule *rule;
+	struct conn *c = ic->c;		/* outlives ic when it closes */
+	struct worker *w = c->w;
+	struct inject inj;
+	size_t wipe = 0;
+	char target[2 * ICPT_PATH_MAX];	/* path, '?', query */
+	int ok;
+
+	memset(&inj, 0, sizeof(inj));
+	rule = judge(ic, h, target, sizeof(target), &inj, &wipe);
+	if (rule != NULL && rule->action == ICPT_FORWARD)
+		ok = icpt_fwd_head(ic, h, rule, target) == 0;
+	else
+		ok = rule != NULL && forward_head(ic, h, rule, target,
+		    rule->action == ICPT_INJECT ? &inj : NULL) == 0;
+	if (wipe > 0)
+		sodium_memzero(worker_scratch(w), wipe);
+	inject_release(&inj);	/* what forward_head did not take */
+	if (c->state == CS_CLOSED)
+		return;			/* ic is gone */
+	ic->body = ok ? BODY_FORWARD : BODY_DISCARD;
+}
+
+void
+icpt_pump_requests(struct icpt *ic)
+{
+	struct conn *c = ic->c;		/* outlives ic when it closes */
+	struct evbuffer *in;
+	const struct http_head *h;
+	const char *why;
+	enum http_ev ev;
+	size_t len, used;
+	uint8_t *data;
+
+	if (ic->phase != IC_REQUESTS)
+		return;
+	in = bufferevent_get_input(ic->down);
+	/*
+	 * With no bytes left, one more feed while a request is open: a
+	 * bodiless request's END comes without a byte.
+	 */
+	while (!ic->hold && ic->phase == IC_REQUESTS &&
+	    ((len = evbuffer_get_length(in)) > 0 ||
+	    ic->body != BODY_NONE || ic->expect_tunnel)) {
+		if (ic->up != NULL && icpt_up_queued(ic) > ICPT_HIGH)
+			return;		/* up_write_cb resumes */
+		len = evbuffer_get_contiguous_space(in);
+		data = len > 0 ? evbuffer_pullup(in, (ssize_t)len) : NULL;
+		h = NULL;
+		ev = http_reqs_feed(ic->reqs, data, len, &used, &h, &why);
+		switch (ev) {
+		case HTTP_EV_NEED_MORE:
+		case HTTP_EV_END:
+			ic->from_sandbox += used;
+			if (ic->body == BODY_FORWARD && ic->up != NULL) {
+				if (ic->qn > 0)
+					ic->q[(ic->qhead + ic->qn - 1) %
+					    ICPT_MAX_PENDING].bytes_up += used;
+				if (ic->fwd != NULL) {
+					/* The token waits for the body's hash. */
+					if (icpt_fwd_body(ic, data, used) != 0)
+						return;
+					evbuffer_drain(in, used);
+				} else
+					evbuffer_remove_buffer(in,
+					    icpt_up_out(ic), used);
+			} else
+				evbuffer_drain(in, used);
+			if (ev == HTTP_EV_END && ic->fwd != NULL &&
+			    icpt_fwd_finish(ic) != 0)
+				return;
+			if (ev == HTTP_EV_END) {
+				ic->body = BODY_NONE;
+				if (ic->last_request && !ic->expect_tunnel)
+					ic->hold = 1;	/* it said close */
+			}
+			if (ev == HTTP_EV_NEED_MORE && used == 0)
+				return;
+			break;
+		case HTTP_EV_HEAD:
+			ic->from_sandbox += used;
+			evbuffer_drain(in, used);
+			ic->expect_tunnel = h->upgrade || h->is_connect;
+			ic->upgrade_sent = 0;
+			take_head(ic, h);
+			break;
+		case HTTP_EV_TUNNEL:
+			ic->expect_tunnel = 0;
+			/* After a passed upgrade: wait for upstream's answer. */
+			if (ic->upgrade_sent) {
+				ic->hold = 1;
+				bufferevent_disable(ic->down, EV_READ);
+				return;
+			}
+			/*
+			 * We refused the upgrade: the connection stays HTTP (bytes
+			 * the client sent optimistically will not parse as such).
+			 */
+			if (http_reqs_upgrade_refused(ic->reqs) != 0 ||
+			    ic->last_request) {
+				ic->hold = 1;
+				ic->closing = 1;
+				icpt_maybe_finish(ic);
+				return;
+			}
+			break;
+		case HTTP_EV_INVALID:
+			if (ic->body == BODY_FORWARD && ic->qn > 0) {
+				/*
+				 * Upstream holds a cut request: it is never to be
+				 * answered to the client, nor the connection kept.
+				 */
+				struct icpt_req *bad = &ic->q[(ic->qhead +
+				    ic->qn - 1) % ICPT_MAX_PENDING];
+
+				bad->action = "incomplete";
+				bad->reason = "client-malformed";
+				icpt_audit_request(ic, bad);
+				ic->qn--;
+				ic->resp_close = 1;
+			}
+			ic->body = BODY_NONE;
+			memset(&ic->cur, 0, sizeof(ic->cur));
+			ic->cur.start_ms = icpt_now_ms();
+			snprintf(ic->cur.method, sizeof(ic->cur.method), "-");
+			icpt_refuse(ic, 400, "refused", strcmp(why ? why : "",
+			    "header too large") == 0 ? "header-too-large" :
+			    "bad-request", why, 1);
+			return;
+		}
+		if (c->state == CS_CLOSED)
+			return;
+	}
+	if (ic->up != NULL && icpt_up_queued(ic) > ICPT_HIGH)
+		bufferevent_disable(ic->down, EV_READ);
+}

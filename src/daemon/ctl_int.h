@@ -1,0 +1,69 @@
+/* ctl_int.h: what the control API's handlers share with its transport. */
+#ifndef SLUICE_CTL_INT_H
+#define SLUICE_CTL_INT_H
+
+#include <sys/types.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "util/err.h"
+
+struct daemon;
+struct state;
+
+#define CTL_BODY_MAX	(4u << 20)	/* POLICY_MAX_BYTES */
+#define CTL_HEAD_MAX	(16u << 10)
+
+struct ctl_req {
+	const char	*method;	/* "GET", ... */
+	const char	*path;		/* without the query */
+	const char	*body;		/* NUL-terminated; bodylen bytes */
+	size_t		 bodylen;
+	uid_t		 uid;		/* the peer */
+};
+
+struct ctl_resp {
+	int		 status;
+	const char	*ctype;		/* static */
+	char		*body;		/* malloc'd */
+	size_t		 len;
+	const char	*allow;		/* 405: the methods the path takes */
+	uint64_t	 wait_gen;	/* answer once every worker runs this */
+};
+
+/* Sets r to a JSON answer (steals j; NULL means out of memory: 500). */
+void	ctl_reply_json(struct ctl_resp *r, int status, json_t *j);
+/* {"error": message}, and "errors" when errs has any. */
+void	ctl_reply_error(struct ctl_resp *r, int status,
+	    const struct errlist *errs, const char *fmt, ...)
+	    __attribute__((format(printf, 4, 5)));
+void	ctl_reply_method(struct ctl_resp *r, const char *allow);
+
+/*
+ * Parses a JSON object body; on error answers 400 and returns NULL.
+ * Every key of the object must be one of keys (NULL-terminated).
+ */
+json_t	*ctl_body_object(const struct ctl_req *q, struct ctl_resp *r,
+	    const char *const *keys);
+
+/* Handlers: each returns 1 when the path is its own (r is set), else 0. */
+int	ctl_sandboxes(struct daemon *d, const struct ctl_req *q,
+	    struct ctl_resp *r);
+int	ctl_policies(struct daemon *d, const struct ctl_req *q,
+	    struct ctl_resp *r);
+
+int	ctl_secrets(struct daemon *d, const struct ctl_req *q,
+	    struct ctl_resp *r);
+
+/* Writes buf to path through a temporary file, fsync and a rename. */
+int	ctl_write_atomic(const char *path, const char *buf, size_t len);
+/* t as "YYYY-MM-DDTHH:MM:SSZ". */
+void	ctl_fmt_time(time_t t, char *buf, size_t len);
+
+/* Lifecycle and change records (audit.c), with the peer's uid. */
+void	ctl_audit(struct daemon *d, const char *type, uid_t uid, json_t *rec);
+
+#endif

@@ -1,0 +1,447 @@
+/* daemon.c: start-up, listeners, privileges, signals, reload and drain. */
+#include "autoconf.h"
+
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <openssl/ssl.h>
+
+#include "audit/audit.h"
+#include "conf/config.h"
+#include "daemon/ctl.h"
+#include "daemon/daemon.h"
+#include "dns/dnsmem.h"
+#include "keys/idkeys.h"
+#include "util/log.h"
+#include "keys/secrets.h"
+#include "keys/signkey.h"
+#include "loop/state.h"
+#include "keys/tlsterm.h"
+#include "keys/tlsup.h"
+#include "daemon/worker.h"
+
+/* What the DNS filter remembers per sandbox, and for how long past the TTL. */
+#define DNSMEM_ENTRIES	4096
+#define DNSMEM_GRACE_S	30
+
+static int
+listen_socket(const struct endpoint *ep, int type)
+{
+	int fd, one = 1;
+
+	fd = socket(ep->ss.ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* One socket per worker: the kernel spreads connections, no lock. */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (ep->ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)&ep->ss, ep->len) == -1 ||
+	    (type == SOCK_STREAM && listen(fd, 4096) == -1)) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* The DNS filter's sockets: UDP and TCP on every listen.dns endpoint. */
+static int
+open_dns(const struct config *cfg, struct worker *w)
+{
+	size_t i;
+
+	if (cfg->ndns == 0)
+		return 0;
+	w->dns_udp = calloc(cfg->ndns, sizeof(int));
+	w->dns_tcp = calloc(cfg->ndns, sizeof(int));
+	if (w->dns_udp == NULL || w->dns_tcp == NULL)
+		return SL_ERR_NOMEM;
+	for (i = 0; i < cfg->ndns; i++) {
+		w->dns_udp[i] = listen_socket(&cfg->dns[i], SOCK_DGRAM);
+		w->ndns_udp += w->dns_udp[i] != -1;
+		if (w->dns_udp[i] == -1)
+			goto fail;
+		w->dns_tcp[i] = listen_socket(&cfg->dns[i], SOCK_STREAM);
+		w->ndns_tcp += w->dns_tcp[i] != -1;
+		if (w->dns_tcp[i] == -1)
+			goto fail;
+	}
+	return 0;
+ fail:
+	log_errx("daemon", "cannot listen on %s (dns): %s", cfg->dns[i].text,
+	    strerror(errno));
+	return SL_ERR_IO;
+}
+
+static int
+open_listeners(struct daemon *d, struct worker *w)
+{
+	const struct config *cfg = d->cfg;
+	size_t i, n = cfg->ntransparent + cfg->nproxy;
+
+	if ((w->lis = calloc(n ? n : 1, sizeof(*w->lis))) == NULL)
+		return SL_ERR_NOMEM;
+	for (i = 0; i < n; i++) {
+		const struct endpoint *ep = i < cfg->ntransparent ?
+		    &cfg->transparent[i] : &cfg->proxy[i - cfg->ntransparent];
+
+		w->lis[i].kind = i < cfg->ntransparent ? LISTEN_TRANSPARENT :
+		    LISTEN_PROXY;
+		if ((w->lis[i].fd = listen_socket(ep, SOCK_STREAM)) == -1) {
+			log_errx("daemon", "cannot listen on %s: %s", ep->text,
+			    strerror(errno));
+			w->nlis = i;
+			return SL_ERR_IO;
+		}
+		w->nlis = i + 1;
+	}
+	return open_dns(cfg, w);
+}
+
+static int
+drop_privileges(const char *user)
+{
+	struct passwd *pw;
+
+	if (user == NULL) {
+		if (geteuid() == 0)
+			log_warnx("daemon", "running as root: set 'user' to drop "
+			    "privileges after binding");
+		return 0;
+	}
+	if ((pw = getpwnam(user)) == NULL) {
+		log_errx("daemon", "user '%s': no such user", user);
+		return SL_ERR_NOT_FOUND;
+	}
+	if (setgroups(1, &pw->pw_gid) == -1 ||
+	    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == -1 ||
+	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1) {
+		log_errx("daemon", "cannot drop privileges to %s: %s", user,
+		    strerror(errno));
+		return SL_ERR_IO;
+	}
+	if (setuid(0) == 0 && pw->pw_uid != 0) {
+		log_errx("daemon", "privileges could be regained after the drop");
+		return SL_ERR_INTERNAL;
+	}
+	return 0;
+}
+
+static void
+harden_process(void)
+{
+	struct rlimit rl;
+
+	/* Keys and credentials must never land in a core file. */
+	rl.rlim_cur = rl.rlim_max = 0;
+	setrlimit(RLIMIT_CORE, &rl);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	/* Each sandbox's CA key takes a locked page. */
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_MEMLOCK, &rl);
+	}
+	signal(SIGPIPE, SIG_IGN);
+}
+
+uint64_t
+daemon_publish(struct daemon *d, struct state *st)
+{
+	size_t i;
+
+	d->generation = st->generation;
+	state_unref(d->state);
+	d->state = st;
+	for (i = 0; i < d->nworkers; i++)
+		worker_post_state(&d->workers[i], st);
+	return st->generation;
+}
+
+int
+daemon_reload(struct daemon *d, struct errlist *errs, struct errlist *serrs)
+{
+	struct errlist mine = ERRLIST_INIT, smine = ERRLIST_INIT;
+	struct errlist *e = errs != NULL ? errs : &mine;
+	struct errlist *se = serrs != NULL ? serrs : &smine;
+	struct secret_set *set = NULL;
+	struct idkeys *keys = NULL;
+	struct state *st = NULL;
+	size_t i;
+
+	if (state_build(d->cfg, d->state, d->generation + 1, &st, e) != 0) {
+		for (i = 0; errs == NULL && i < e->n; i++)
+			log_errx("reload", "%s", e->msgs[i]);
+		log_errx("reload", "policies not reloaded: %zu error(s); the "
+		    "policies in force stay", e->n);
+		errlist_free(&mine);
+		return SL_ERR_INVALID;
+	}
+	if (d->secrets != NULL && daemon_secrets_load(d, "reload", &set,
+	    se) == 0 && set != NULL) {
+		secret_set_unref(st->secrets);
+		st->secrets = set;	/* transferred */
+	}
+	/* The signing keys again: a rotation publishes old and new. */
+	if (idkeys_load(d->cfg, &keys, se) == 0) {
+		idkeys_unref(st->idkeys);
+		st->idkeys = keys;	/* transferred */
+	}
+	for (i = 0; serrs == NULL && i < se->n; i++)
+		log_errx("reload", "%s", se->msgs[i]);
+	errlist_free(&smine);
+	daemon_publish(d, st);
+	log_info("reload", "policies reloaded: %zu policies, generation %llu",
+	    st->npolicies, (unsigned long long)st->generation);
+	return 0;
+}
+
+/* A worker runs a new snapshot: answer the control requests that waited. */
+static void
+applied_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	uint64_t g, min = UINT64_MAX;
+	size_t i;
+
+	for (i = 0; i < d->nworkers; i++)
+		if ((g = atomic_load(&d->workers[i].applied)) < min)
+			min = g;
+	if (min > d->generation)
+		min = d->generation;
+	if (min > d->applied) {
+		d->applied = min;
+		ctl_applied(d->ctl, min);
+	}
+}
+
+static void
+drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	size_t i;
+
+	log_warnx("daemon", "drain time is up: closing the remaining connections");
+	for (i = 0; i < d->nworkers; i++)
+		worker_post_cmd(&d->workers[i], WORKER_CMD_STOP);
+}
+
+static void
+signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon *d = arg;
+	struct timeval tv;
+	size_t i;
+
+	if (sig == SIGUSR1) {
+		audit_rotate(d->audit);
+		return;
+	}
+	if (sig == SIGHUP) {
+		daemon_reload(d, NULL, NULL);
+		return;
+	}
+	if (d->draining) {
+		log_info("daemon", "second signal: closing everything now");
+		drain_timeout_cb(-1, 0, d);
+		return;
+	}
+	d->draining = 1;
+	log_info("daemon", "draining: no new connections, waiting up to %u ms",
+	    d->cfg->timeouts.drain);
+	for (i = 0; i < d->nworkers; i++)
+		worker_post_cmd(&d->workers[i], WORKER_CMD_DRAIN);
+	tv.tv_sec = d->cfg->timeouts.drain / 1000;
+	tv.tv_usec = (d->cfg->timeouts.drain % 1000) * 1000;
+	if ((d->drain_timer = evtimer_new(d->base, drain_timeout_cb, d)) != NULL)
+		evtimer_add(d->drain_timer, &tv);
+}
+
+static void
+worker_done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	if (atomic_load(&d->finished) == d->nworkers)
+		event_base_loopexit(d->base, NULL);
+}
+
+/*
+ * The signing key (for checkpoints, and identity tokens) and the audit
+ * trail; before privileges are dropped.
+ */
+static int
+daemon_open_audit(struct daemon *d)
+{
+	const struct config *cfg = d->cfg;
+	struct audit_opts o;
+	const char *w = NULL;
+	char why[512];
+	int r;
+
+	if (cfg->signing_key != NULL &&
+	    (r = signkey_load(cfg->signing_key, &d->signkey, &w)) != 0) {
+		log_errx("config", "signing_key %s: %s", cfg->signing_key,
+		    w != NULL ? w : err_str(r));
+		return r;
+	}
+	memset(&o, 0, sizeof(o));
+	o.path = cfg->audit_path;
+	o.mode = cfg->audit_fsync;
+	o.queue = cfg->audit.queue;
+	o.queue_refuse = cfg->audit.queue_refuse;
+	o.max_mb = cfg->audit.max_mb;
+	o.checkpoint_records = cfg->audit.checkpoint_records;
+	o.checkpoint_ms = cfg->audit.checkpoint_ms;
+	o.syslog = cfg->audit.syslog;
+	o.sign = d->signkey;
+	if ((r = audit_open(&o, &d->audit, why, sizeof(why))) != 0)
+		log_errx("audit", "%s", why);
+	return r;
+}
+
+static unsigned
+worker_count(const struct config *cfg)
+{
+	long n;
+
+	if (cfg->workers != 0)
+		return cfg->workers;
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
+}
+
+int
+daemon_run(struct config *cfg)
+{
+	struct errlist errs = ERRLIST_INIT;
+	struct daemon d;
+	struct event *sigs[5] = { NULL };
+	const int signums[5] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, 0 };
+	size_t i, started = 0;
+	int status = 1, r;
+
+	memset(&d, 0, sizeof(d));
+	d.cfg = cfg;
+	d.inotify = -1;
+	d.generation = 1;
+	d.applied = 1;
+	d.started = time(NULL);
+	harden_process();
+	if ((d.base = event_base_new()) == NULL)
+		goto out;
+	if (state_build(cfg, NULL, d.generation, &d.state, &errs) != 0) {
+		for (i = 0; i < errs.n; i++)
+			log_errx("config", "%s", errs.msgs[i]);
+		goto out;
+	}
+	if (idkeys_load(cfg, &d.state->idkeys, &errs) != 0) {
+		for (i = 0; i < errs.n; i++)
+			log_errx("config", "%s", errs.msgs[i]);
+		goto out;
+	}
+	if ((r = state_mint_static_cas(cfg, d.state)) != 0) {
+		log_errx("config", "cannot mint the CAs of the sandboxes in %s: "
+		    "%s%s", cfg->path, err_str(r), r == SL_ERR_IO ?
+		    " (raise RLIMIT_MEMLOCK)" : "");
+		goto out;
+	}
+	/* Interception's TLS contexts; a CA bundle is read when first needed. */
+	if ((d.tls_down = tlsterm_ctx_new()) == NULL ||
+	    tlsup_new(cfg->upstream_ca, &d.tls_up) != 0) {
+		log_openssl("daemon", "cannot set up TLS for interception");
+		goto out;
+	}
+	if (daemon_open_audit(&d) != 0)
+		goto out;
+	if (daemon_secrets_open(&d, &errs) != 0) {
+		for (i = 0; i < errs.n; i++)
+			log_errx("secrets", "%s", errs.msgs[i]);
+		goto out;
+	}
+	if ((d.dnsmem = dnsmem_new(DNSMEM_ENTRIES, DNSMEM_GRACE_S)) == NULL)
+		goto out;
+	d.nworkers = worker_count(cfg);
+	if ((d.workers = calloc(d.nworkers, sizeof(*d.workers))) == NULL)
+		goto out;
+	for (i = 0; i < d.nworkers; i++)
+		if (open_listeners(&d, &d.workers[i]) != 0)
+			goto out;
+	if (ctl_open(&d, &d.ctl) != 0)
+		goto out;
+	if (drop_privileges(cfg->user) != 0)
+		goto out;
+	/* A change of uid resets it (to fs.suid_dumpable): again. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	d.worker_done = event_new(d.base, -1, EV_PERSIST, worker_done_cb, &d);
+	d.applied_ev = event_new(d.base, -1, EV_PERSIST, applied_cb, &d);
+	if (d.worker_done == NULL || d.applied_ev == NULL)
+		goto out;
+	for (i = 0; signums[i] != 0; i++) {
+		sigs[i] = evsignal_new(d.base, signums[i], signal_cb, &d);
+		evsignal_add(sigs[i], NULL);
+	}
+	for (i = 0; i < d.nworkers; i++)
+		if (worker_init(&d.workers[i], &d, (unsigned)i) != 0) {
+			log_errx("daemon", "cannot set up worker %zu", i);
+			goto out;
+		}
+	for (started = 0; started < d.nworkers; started++)
+		if (worker_start(&d.workers[started]) != 0)
+			goto out;
+	if (daemon_secrets_watch(&d) != 0 || ctl_start(d.ctl) != 0)
+		goto out;
+	log_info("daemon", "sluiced %s running: %zu workers, %zu policies",
+	    PACKAGE_VERSION, d.nworkers, d.state->npolicies);
+	event_base_loop(d.base, EVLOOP_NO_EXIT_ON_EMPTY);
+	status = 0;
+	log_info("daemon", "stopped");
+ out:
+	if (status != 0 && started > 0)
+		for (i = 0; i < started; i++)
+			worker_post_cmd(&d.workers[i], WORKER_CMD_STOP);
+	for (i = 0; i < started; i++)
+		worker_join(&d.workers[i]);
+	audit_notify_clear(d.audit);
+	for (i = 0; d.workers != NULL && i < d.nworkers; i++)
+		worker_free(&d.workers[i]);
+	free(d.workers);
+	for (i = 0; i < 5; i++)
+		if (sigs[i] != NULL)
+			event_free(sigs[i]);
+	if (d.worker_done != NULL)
+		event_free(d.worker_done);
+	if (d.drain_timer != NULL)
+		event_free(d.drain_timer);
+	ctl_free(d.ctl);
+	daemon_secrets_close(&d);
+	SSL_CTX_free(d.tls_down);
+	tlsup_free(d.tls_up);
+	if (d.applied_ev != NULL)
+		event_free(d.applied_ev);
+	audit_close(d.audit);
+	signkey_free(d.signkey);
+	dnsmem_free(d.dnsmem);
+	state_unref(d.state);
+	errlist_free(&errs);
+	if (d.base != NULL)
+		event_base_free(d.base);
+	return status;
+}

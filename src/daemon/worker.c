@@ -1,0 +1,316 @@
+/* worker.c: one event-loop thread with its own listeners and connections. */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <sodium.h>
+
+#include "conf/config.h"
+#include "conn/conn.h"
+#include "daemon/daemon.h"
+#include "audit/audit.h"
+#include "dns/dns.h"
+#include "conn/icpt.h"
+#include "keys/inject.h"
+#include "util/keyfile.h"
+#include "util/log.h"
+#include "loop/resolve.h"
+#include "loop/state.h"
+#include "loop/upool.h"
+#include "daemon/worker.h"
+
+#define RESOLVER_CACHE	4096
+
+static void
+accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct worker_listener *l = arg;
+
+	conn_accept(l->w, fd, l->kind);
+}
+
+static void
+resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	evconnlistener_enable(arg);
+}
+
+struct event *
+worker_resume_event(struct worker *w, struct evconnlistener *lev)
+{
+	return evtimer_new(w->base, resume_cb, lev);
+}
+
+void
+worker_pause_listener(struct worker *w, struct evconnlistener *lev,
+    struct event *resume)
+{
+	static const struct timeval pause = { 0, 100000 };
+	int e = errno;
+	time_t now = time(NULL);
+
+	evconnlistener_disable(lev);
+	if (resume != NULL)
+		evtimer_add(resume, &pause);
+	if (now != w->last_accept_warn) {	/* once a second at most */
+		w->last_accept_warn = now;
+		log_warnx("worker", "accept failed: %s; not accepting for 100 ms",
+		    strerror(e));
+	}
+}
+
+static void
+accept_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct worker_listener *l = arg;
+
+	worker_pause_listener(l->w, lev, l->resume);
+}
+
+static void
+stop_listening(struct worker *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->nlis; i++) {
+		if (w->lis[i].resume != NULL)
+			event_free(w->lis[i].resume);
+		w->lis[i].resume = NULL;
+		if (w->lis[i].lev != NULL)
+			evconnlistener_free(w->lis[i].lev);	/* closes the fd */
+		else if (w->lis[i].fd != -1)
+			close(w->lis[i].fd);
+		w->lis[i].lev = NULL;
+		w->lis[i].fd = -1;
+	}
+}
+
+/* Applies a new snapshot: new decisions use it, open connections are re-judged. */
+static void
+swap_state(struct worker *w, struct state *st)
+{
+	struct conn *c, *next;
+
+	state_unref(w->st);
+	w->st = st;
+	for (c = TAILQ_FIRST(&w->conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, link);
+		conn_rejudge(c);
+	}
+	atomic_store(&w->applied, st->generation);
+	event_active(w->d->applied_ev, EV_READ, 0);
+}
+
+static void
+close_all(struct worker *w, const char *reason)
+{
+	struct conn *c;
+
+	while ((c = TAILQ_FIRST(&w->conns)) != NULL)
+		conn_close(c, reason);
+}
+
+static void
+wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct state *st;
+	int cmd;
+
+	pthread_mutex_lock(&w->mtx);
+	st = w->pending;
+	w->pending = NULL;
+	cmd = w->cmd;
+	w->cmd = 0;
+	pthread_mutex_unlock(&w->mtx);
+
+	if (st != NULL)
+		swap_state(w, st);
+	if (cmd & WORKER_CMD_DRAIN) {
+		w->draining = 1;
+		stop_listening(w);
+		dns_worker_stop(w);
+	}
+	if (cmd & WORKER_CMD_STOP) {
+		w->draining = 1;
+		stop_listening(w);
+		dns_worker_stop(w);
+		close_all(w, "shutdown");
+	}
+	worker_conn_gone(w);
+}
+
+void
+worker_conn_gone(struct worker *w)
+{
+	if (w->draining && w->nconns == 0)
+		event_base_loopexit(w->base, NULL);
+}
+
+/* Audit records became durable: requests held for theirs go on. */
+static void
+audit_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	uint64_t durable = audit_durable(w->d->audit);
+	int failed = audit_failed(w->d->audit);
+	struct conn *c, *next;
+
+	for (c = TAILQ_FIRST(&w->conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, link);	/* c may close */
+		if (c->state == CS_ICPT && c->icpt != NULL)
+			icpt_audit_durable(c->icpt, durable, failed);
+	}
+}
+
+int
+worker_init(struct worker *w, struct daemon *d, unsigned idx)
+{
+	const struct config *cfg = d->cfg;
+	size_t i;
+
+	w->d = d;
+	w->idx = idx;
+	TAILQ_INIT(&w->conns);
+	pthread_mutex_init(&w->mtx, NULL);
+	if ((w->base = event_base_new()) == NULL)
+		return SL_ERR_NOMEM;
+	if ((w->wake = event_new(w->base, -1, EV_PERSIST, wake_cb, w)) == NULL ||
+	    (w->audit_ev = event_new(w->base, -1, EV_PERSIST, audit_cb,
+	    w)) == NULL || (w->upool = upool_new(w->base)) == NULL ||
+	    audit_notify(d->audit, w->audit_ev) != 0)
+		return SL_ERR_NOMEM;
+	w->res = resolver_new(w->base, cfg->resolvers, cfg->nresolvers,
+	    cfg->timeouts.connect < 5000 ? cfg->timeouts.connect : 5000,
+	    RESOLVER_CACHE);
+	if (w->res == NULL)
+		return SL_ERR_INTERNAL;
+	w->st = state_ref(d->state);
+	atomic_init(&w->applied, d->state->generation);
+	if (dns_worker_start(w) != 0)
+		return SL_ERR_IO;
+	for (i = 0; i < w->nlis; i++) {
+		w->lis[i].w = w;
+		w->lis[i].lev = evconnlistener_new(w->base, accept_cb, &w->lis[i],
+		    LEV_OPT_CLOSE_ON_FREE, -1, w->lis[i].fd);
+		if (w->lis[i].lev == NULL)
+			return SL_ERR_IO;
+		evconnlistener_set_error_cb(w->lis[i].lev, accept_error_cb);
+		w->lis[i].resume = worker_resume_event(w, w->lis[i].lev);
+	}
+	return 0;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	/* The wake event has no fd: keep looping while idle. */
+	event_base_loop(w->base, EVLOOP_NO_EXIT_ON_EMPTY);
+	atomic_store(&w->applied, UINT64_MAX);	/* nobody waits for it now */
+	atomic_fetch_add(&w->d->finished, 1);
+	event_active(w->d->worker_done, EV_READ, 0);
+	event_active(w->d->applied_ev, EV_READ, 0);
+	return NULL;
+}
+
+int
+worker_start(struct worker *w)
+{
+	sigset_t all, old;
+	int r;
+
+	/* Signals belong to the main thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = pthread_create(&w->thread, NULL, worker_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r == 0 ? 0 : SL_ERR_IO;
+}
+
+void
+worker_join(struct worker *w)
+{
+	pthread_join(w->thread, NULL);
+}
+
+void
+worker_free(struct worker *w)
+{
+	size_t i;
+
+	close_all(w, "shutdown");
+	stop_listening(w);
+	dns_worker_stop(w);
+	for (i = 0; i < w->ndns_udp; i++)
+		if (w->dns_udp[i] != -1)
+			close(w->dns_udp[i]);
+	for (i = 0; i < w->ndns_tcp; i++)
+		if (w->dns_tcp[i] != -1)
+			close(w->dns_tcp[i]);
+	free(w->dns_udp);
+	free(w->dns_tcp);
+	free(w->lis);
+	if (w->wake != NULL)
+		event_free(w->wake);
+	if (w->audit_ev != NULL)	/* the daemon cleared audit_notify */
+		event_free(w->audit_ev);
+	/* Once more, so deferred frees and deferred DNS replies run first. */
+	if (w->base != NULL)
+		event_base_loop(w->base, EVLOOP_NONBLOCK);
+	upool_free(w->upool);	/* after the connections that parked there */
+	resolver_free(w->res);
+	if (w->base != NULL)
+		event_base_free(w->base);
+	state_unref(w->st);
+	state_unref(w->pending);
+	sodium_free(w->scratch);
+	pthread_mutex_destroy(&w->mtx);
+}
+
+char *
+worker_scratch(struct worker *w)
+{
+	if (w->scratch == NULL)
+		w->scratch = secmem_alloc(INJECT_BUF);
+	return w->scratch;
+}
+
+void
+worker_post_state(struct worker *w, struct state *st)
+{
+	pthread_mutex_lock(&w->mtx);
+	state_unref(w->pending);
+	w->pending = state_ref(st);
+	pthread_mutex_unlock(&w->mtx);
+	event_active(w->wake, EV_READ, 0);
+}
+
+void
+worker_post_cmd(struct worker *w, int cmd)
+{
+	pthread_mutex_lock(&w->mtx);
+	w->cmd |= cmd;
+	pthread_mutex_unlock(&w->mtx);
+	event_active(w->wake, EV_READ, 0);
+}
+
+const struct config *
+worker_config(const struct worker *w)
+{
+	return w->d->cfg;
+}
+
+struct audit *
+worker_audit(const struct worker *w)
+{
+	return w->d->audit;
+}

@@ -1,0 +1,749 @@
+/*
+ * dns.c: the DNS filter.  A query is parsed strictly, judged by the
+ * sandbox's policy, and either answered by us (NXDOMAIN for a name the
+ * policy does not allow: the upstream resolver never sees it) or asked
+ * upstream, and the answer filtered (rebinding, CNAME chains, ech) before
+ * it is relayed.  Every address relayed is remembered for the firewall.
+ */
+#include "autoconf.h"
+
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <jansson.h>
+
+#include "audit/audit.h"
+#include "conf/config.h"
+#include "daemon/daemon.h"
+#include "dns/dns.h"
+#include "dns/dnsmem.h"
+#include "parse/dnsmsg.h"
+#include "loop/dnsup.h"
+#include "util/log.h"
+#include "util/outbuf.h"
+#include "conf/policy.h"
+#include "parse/sniff.h"
+#include "loop/state.h"
+#include "daemon/worker.h"
+
+#define UDP_BATCH	32		/* datagrams per wake-up */
+#define TCP_MSG_MAX	4096		/* a query never needs more */
+#define TCP_IDLE_MS	10000
+#define TCP_MAX_INFLIGHT 16		/* questions per TCP client at once */
+#define AUDIT_PASS_PER_S 20		/* allowed answers audited per sandbox */
+
+/* A client connection over TCP: length-prefixed messages both ways. */
+struct dnstcp {
+	struct worker	*w;
+	TAILQ_ENTRY(dnstcp) link;
+	int		 fd;
+	struct event	*rev, *wev, *timer;
+	struct sb_counter *counter;	/* counted against (ref) */
+	struct sockaddr_storage from;
+	socklen_t	 fromlen;
+	uint8_t		 in[2 + TCP_MSG_MAX];
+	size_t		 inlen;
+	struct outbuf	 out;		/* answers, each with its length */
+	unsigned	 inflight;
+	int		 closed;	/* freed when inflight drops to 0 */
+	int		 finishing;	/* reads no more; closes once answers are out */
+};
+
+/* One question asked upstream on a client's behalf. */
+struct dnsq {
+	struct worker	*w;
+	TAILQ_ENTRY(dnsq) link;
+	struct dns_query q;
+	struct state	*st;		/* snapshot it is judged under (ref) */
+	const struct sandbox *sb;
+	const struct policy *pol;
+	struct sockaddr_storage from;	/* UDP client */
+	socklen_t	 fromlen;
+	int		 ufd;		/* UDP socket to answer on, or -1 */
+	struct dnstcp	*tc;		/* TCP client, or NULL */
+	struct dnsup	*up;
+};
+
+struct dns_worker {
+	struct event	**uev;
+	size_t		 nuev;
+	struct evconnlistener **tlev;
+	struct event	**tresume;
+	size_t		 ntlev;
+	TAILQ_HEAD(, dnstcp) tcps;
+	TAILQ_HEAD(, dnsq) qs;
+	unsigned long	 malformed;
+};
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static time_t
+now_s(void)
+{
+	return (time_t)(now_ms() / 1000);
+}
+
+static const char *
+qtype_name(uint16_t t, char *buf, size_t len)
+{
+	switch (t) {
+	case DNS_T_A: return "A";
+	case DNS_T_AAAA: return "AAAA";
+	case DNS_T_CNAME: return "CNAME";
+	case DNS_T_MX: return "MX";
+	case DNS_T_TXT: return "TXT";
+	case DNS_T_SRV: return "SRV";
+	case DNS_T_PTR: return "PTR";
+	case DNS_T_HTTPS: return "HTTPS";
+	case DNS_T_SVCB: return "SVCB";
+	case DNS_T_ANY: return "ANY";
+	}
+	snprintf(buf, len, "TYPE%u", t);
+	return buf;
+}
+
+/* Types relayed for allowed names; others get an empty answer from us. */
+static int
+qtype_relayed(uint16_t t)
+{
+	switch (t) {
+	case DNS_T_A: case DNS_T_AAAA: case DNS_T_CNAME: case DNS_T_HTTPS:
+	case DNS_T_SVCB: case DNS_T_MX: case DNS_T_TXT: case DNS_T_SRV:
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Allowed answers are audited at most AUDIT_PASS_PER_S a second per
+ * sandbox; refusals always (the rate limit bounds them).
+ */
+static int
+audit_allowed_now(struct sb_counter *cnt)
+{
+	uint64_t sec = now_ms() / 1000;
+	int ok;
+
+	pthread_mutex_lock(&cnt->dns_mtx);
+	if (cnt->audit_sec != sec) {
+		cnt->audit_sec = sec;
+		cnt->audit_n = 0;
+	}
+	ok = cnt->audit_n++ < AUDIT_PASS_PER_S;
+	pthread_mutex_unlock(&cnt->dns_mtx);
+	return ok;
+}
+
+static void
+dns_audit(struct worker *w, const struct sandbox *sb, const struct policy *pol,
+    const struct dns_query *q, const char *verdict, const char *reason,
+    const struct dns_filter_result *res)
+{
+	char tbuf[16], a[ADDR_STRLEN];
+	json_t *rec, *arr;
+	size_t i;
+
+	rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s}",
+	    "sandbox", sb->id, "policy", pol->name,
+	    "revision", (json_int_t)pol->revision, "name", q->name,
+	    "qtype", qtype_name(q->qtype, tbuf, sizeof(tbuf)),
+	    "verdict", verdict, "reason", reason);
+	if (rec != NULL && res != NULL) {
+		arr = json_array();
+		for (i = 0; i < res->nkept; i++)
+			json_array_append_new(arr, json_string(addr_format(
+			    &res->kept[i].addr, a, sizeof(a))));
+		json_object_set_new(rec, "answers", arr);
+		if (res->removed_addrs)
+			json_object_set_new(rec, "removed", json_integer(res->removed_addrs));
+		if (res->cut_cnames)
+			json_object_set_new(rec, "cname_cut", json_integer(res->cut_cnames));
+		if (res->stripped_ech)
+			json_object_set_new(rec, "ech_stripped", json_integer(res->stripped_ech));
+		if (res->truncated)
+			json_object_set_new(rec, "truncated", json_true());
+	}
+	audit_write(worker_audit(w), "dns", rec);
+}
+
+/* ---- answering ---------------------------------------------------- */
+
+static void tcp_free(struct dnstcp *t);
+static void tcp_maybe_done(struct dnstcp *t);
+static void tcp_write_cb(evutil_socket_t, short, void *);
+
+static void
+tcp_send(struct dnstcp *t, const uint8_t *msg, size_t len)
+{
+	uint8_t lenbuf[2] = { (uint8_t)(len >> 8), (uint8_t)len };
+
+	if (t->closed || t->fd == -1)
+		return;
+	/* Length and message go together, or neither (the stream stays framed). */
+	if (outbuf_reserve(&t->out, len + 2) != 0)
+		return;
+	outbuf_append(&t->out, lenbuf, 2);
+	outbuf_append(&t->out, msg, len);
+	tcp_write_cb(t->fd, EV_WRITE, t);
+}
+
+static void
+reply(struct worker *w, int ufd, const struct sockaddr_storage *from,
+    socklen_t fromlen, struct dnstcp *tc, const uint8_t *msg, size_t len)
+{
+	if (tc != NULL)
+		tcp_send(tc, msg, len);
+	else
+		sendto(ufd, msg, len, MSG_DONTWAIT, (const struct sockaddr *)from,
+		    fromlen);
+}
+
+static void
+reply_rcode(struct worker *w, int ufd, const struct sockaddr_storage *from,
+    socklen_t fromlen, struct dnstcp *tc, const struct dns_query *q, int rcode)
+{
+	uint8_t out[DNS_HDR_LEN + NAME_BUFSZ + 32];
+	size_t len;
+
+	if (dns_build_error(q, rcode, out, sizeof(out), &len) == 0)
+		reply(w, ufd, from, fromlen, tc, out, len);
+}
+
+/* ---- policy hooks for the answer filter ---------------------------- */
+
+static int
+name_ok(const char *name, void *arg)
+{
+	struct dnsq *dq = arg;
+
+	return policy_name_allowed(dq->pol, name);
+}
+
+static int
+addr_ok(const struct sl_addr *a, void *arg)
+{
+	struct dnsq *dq = arg;
+	struct sl_addr c;
+
+	addr_canonical(a, &c);
+	if (state_is_own_addr(dq->st, &c))
+		return 0;
+	return policy_addr_answerable(dq->pol, &c);
+}
+
+static void
+dnsq_free(struct dnsq *dq)
+{
+	struct dns_worker *dw = dq->w->dns;
+
+	TAILQ_REMOVE(&dw->qs, dq, link);
+	dnsup_cancel(dq->up);
+	if (dq->tc != NULL) {
+		dq->tc->inflight--;
+		if (dq->tc->closed && dq->tc->inflight == 0)
+			tcp_free(dq->tc);
+		else
+			tcp_maybe_done(dq->tc);
+	}
+	state_unref(dq->st);
+	free(dq);
+}
+
+static void
+upstream_cb(int err, const uint8_t *resp, size_t len, uint16_t id, void *arg)
+{
+	struct dnsq *dq = arg;
+	struct worker *w = dq->w;
+	struct dns_filter_ops ops = { name_ok, addr_ok, dq };
+	struct dns_filter_result res;
+	uint8_t out[DNS_MSG_MAX];
+	size_t outlen, i;
+	time_t now = now_s();
+	const char *sbid = dq->sb->id ? dq->sb->id : "";
+
+	dq->up = NULL;		/* it freed itself */
+	if (err != 0 || dns_filter_answer(resp, len, &dq->q, id, dq->tc == NULL,
+	    &ops, out, sizeof(out), &outlen, &res) != 0) {
+		reply_rcode(w, dq->ufd, &dq->from, dq->fromlen, dq->tc, &dq->q,
+		    DNS_RCODE_SERVFAIL);
+		mtable_add(&w->metrics.dns, "servfail", NULL);
+		dns_audit(w, dq->sb, dq->pol, &dq->q, "servfail",
+		    err != 0 ? "upstream-unavailable" : "upstream-malformed", NULL);
+		dnsq_free(dq);
+		return;
+	}
+	/* Remember before answering: the client connects right after. */
+	for (i = 0; i < res.nkept; i++) {
+		dnsmem_add(w->d->dnsmem, sbid, dq->q.name, &res.kept[i].addr,
+		    res.kept[i].ttl, now);
+		if (strcmp(res.kept[i].name, dq->q.name) != 0)
+			dnsmem_add(w->d->dnsmem, sbid, res.kept[i].name,
+			    &res.kept[i].addr, res.kept[i].ttl, now);
+	}
+	reply(w, dq->ufd, &dq->from, dq->fromlen, dq->tc, out, outlen);
+	mtable_add(&w->metrics.dns, "answered", NULL);
+	if (res.removed_addrs || res.cut_cnames || res.stripped_ech ||
+	    audit_allowed_now(dq->sb->counter))
+		dns_audit(w, dq->sb, dq->pol, &dq->q, "answer", "allow-name", &res);
+	dnsq_free(dq);
+}
+
+/* ---- one query ------------------------------------------------------ */
+
+/* The rate limit; refusals beyond it are audited once a second at most. */
+static int
+rate_ok(struct worker *w, const struct sandbox *sb, const struct policy *pol,
+    const struct dns_query *q)
+{
+	struct sb_counter *cnt = sb->counter;
+	uint64_t t = now_ms();
+	unsigned dropped = 0;
+	int ok, audit = 0;
+
+	pthread_mutex_lock(&cnt->dns_mtx);
+	if (!cnt->dns_rl_init) {
+		double qps = worker_config(w)->limits.dns_qps;
+
+		ratelimit_init(&cnt->dns_rl, qps, qps, t);
+		cnt->dns_rl_init = 1;
+	}
+	ok = ratelimit_take(&cnt->dns_rl, t);
+	if (!ok) {
+		cnt->refused++;
+		if (t - cnt->refused_audit_ms >= 1000) {
+			cnt->refused_audit_ms = t;
+			dropped = cnt->refused;
+			cnt->refused = 0;
+			audit = 1;
+		}
+	}
+	pthread_mutex_unlock(&cnt->dns_mtx);
+	if (audit) {
+		char tbuf[16];
+		json_t *rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:i}",
+		    "sandbox", sb->id, "policy", pol->name,
+		    "revision", (json_int_t)pol->revision, "name", q->name,
+		    "qtype", qtype_name(q->qtype, tbuf, sizeof(tbuf)),
+		    "verdict", "refused", "reason", "rate-limit",
+		    "refused_since_last", (int)dropped);
+		audit_write(worker_audit(w), "dns", rec);
+	}
+	return ok;
+}
+
+/*
+ * A query we cannot parse gets FORMERR (NOTIMP for an opcode other than
+ * QUERY) at once, so the client does not wait out its timeout.  Only when
+ * the header is readable and QR is clear (never an answer to an answer),
+ * within the sandbox's rate limit, and never longer than the query: no
+ * reflector gains from it.  Not audited: nothing was asked of anyone.
+ */
+static void
+malformed_reply(struct worker *w, const uint8_t *buf, size_t len, int ufd,
+    const struct sockaddr_storage *from, socklen_t fromlen, struct dnstcp *tc)
+{
+	uint8_t out[DNS_HDR_LEN + NAME_BUFSZ + 32];
+	const struct sandbox *sb;
+	struct dns_query none;
+	struct sl_addr src;
+	size_t outlen;
+
+	if (dns_build_formerr(buf, len, out, sizeof(out), &outlen) != 0 ||
+	    addr_from_sockaddr((const struct sockaddr *)from, fromlen, &src,
+	    NULL) != 0) {
+		mtable_add(&w->metrics.dns, "dropped", NULL);
+		return;
+	}
+	addr_canonical(&src, &src);
+	sb = state_sandbox_for(w->st, &src);
+	memset(&none, 0, sizeof(none));	/* for the rate limit's audit record */
+	if (!rate_ok(w, sb, sb->policy, &none)) {
+		mtable_add(&w->metrics.dns, "ratelimited", NULL);
+		return;		/* over the limit: not even an error */
+	}
+	reply(w, ufd, from, fromlen, tc, out, outlen);
+	mtable_add(&w->metrics.dns, "formerr", NULL);
+}
+
+static void
+handle_query(struct worker *w, const uint8_t *buf, size_t len, int ufd,
+    const struct sockaddr_storage *from, socklen_t fromlen, struct dnstcp *tc)
+{
+	struct dns_worker *dw = w->dns;
+	const struct config *cfg = worker_config(w);
+	const struct sandbox *sb;
+	const struct policy *pol;
+	struct dns_query q;
+	struct sl_addr src;
+	struct dnsq *dq;
+
+	if (dns_query_parse(buf, len, &q) != PARSE_COMPLETE) {
+		dw->malformed++;
+		malformed_reply(w, buf, len, ufd, from, fromlen, tc);
+		if (tc != NULL)
+			tc->finishing = 1;	/* answers owed still go out */
+		return;
+	}
+	if (addr_from_sockaddr((const struct sockaddr *)from, fromlen, &src,
+	    NULL) != 0)
+		return;
+	addr_canonical(&src, &src);
+	sb = state_sandbox_for(w->st, &src);
+	pol = sb->policy;
+	if (!rate_ok(w, sb, pol, &q)) {
+		mtable_add(&w->metrics.dns, "ratelimited", NULL);
+		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_REFUSED);
+		return;
+	}
+	if (q.name[0] == '\0' || !policy_name_allowed(pol, q.name)) {
+		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_NXDOMAIN);
+		mtable_add(&w->metrics.dns, "nxdomain", NULL);
+		dns_audit(w, sb, pol, &q, "nxdomain", "not-allowed", NULL);
+		return;
+	}
+	if (!qtype_relayed(q.qtype)) {
+		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_NOERROR);
+		mtable_add(&w->metrics.dns, "nodata", NULL);
+		dns_audit(w, sb, pol, &q, "nodata", "type-not-relayed", NULL);
+		return;
+	}
+	if (tc != NULL && tc->inflight >= TCP_MAX_INFLIGHT) {
+		mtable_add(&w->metrics.dns, "refused", NULL);
+		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_REFUSED);
+		return;
+	}
+	if ((dq = calloc(1, sizeof(*dq))) == NULL) {
+		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_SERVFAIL);
+		return;
+	}
+	dq->w = w;
+	dq->q = q;
+	dq->st = state_ref(w->st);
+	dq->sb = sb;
+	dq->pol = pol;
+	dq->from = *from;
+	dq->fromlen = fromlen;
+	dq->ufd = ufd;
+	dq->tc = tc;
+	if (tc != NULL)
+		tc->inflight++;
+	TAILQ_INSERT_TAIL(&dw->qs, dq, link);
+	dq->up = dnsup_start(w->base, cfg->resolvers, cfg->nresolvers, &q,
+	    2000, upstream_cb, dq);
+	if (dq->up == NULL) {
+		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_SERVFAIL);
+		dnsq_free(dq);
+	}
+}
+
+/* ---- UDP ------------------------------------------------------------ */
+
+static void
+udp_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct sockaddr_storage from;
+	socklen_t fromlen;
+	uint8_t buf[DNS_MSG_MAX];
+	ssize_t n;
+	int i;
+
+	for (i = 0; i < UDP_BATCH; i++) {
+		fromlen = sizeof(from);
+		n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT,
+		    (struct sockaddr *)&from, &fromlen);
+		if (n < 0)
+			return;
+		handle_query(w, buf, (size_t)n, fd, &from, fromlen, NULL);
+	}
+}
+
+/* ---- TCP ------------------------------------------------------------ */
+
+static void
+tcp_free(struct dnstcp *t)
+{
+	struct dns_worker *dw = t->w->dns;
+
+	if (t->fd != -1) {
+		TAILQ_REMOVE(&dw->tcps, t, link);
+		event_free(t->rev);
+		event_free(t->wev);
+		event_free(t->timer);
+		close(t->fd);
+		t->fd = -1;
+		atomic_fetch_sub(&t->counter->conns, 1);
+		sb_counter_unref(t->counter);
+		t->counter = NULL;
+	}
+	t->closed = 1;
+	if (t->inflight > 0)
+		return;		/* the last question frees it */
+	outbuf_free(&t->out);
+	free(t);
+}
+
+static void
+tcp_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dnstcp *t = arg;
+	ssize_t n;
+
+	while (outbuf_pending(&t->out) > 0) {
+		n = send(t->fd, t->out.buf + t->out.off, outbuf_pending(&t->out),
+		    MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR) {
+				event_add(t->wev, NULL);
+				return;
+			}
+			/* Freed on the next loop turn: a reader may be running. */
+			t->closed = 1;
+			event_del(t->wev);
+			event_active(t->timer, EV_TIMEOUT, 0);
+			return;
+		}
+		t->out.off += (size_t)n;
+	}
+	event_del(t->wev);
+	tcp_maybe_done(t);
+}
+
+/* A finishing connection closes once nothing is owed to the client. */
+static void
+tcp_maybe_done(struct dnstcp *t)
+{
+	if (t->finishing && !t->closed && t->inflight == 0 &&
+	    outbuf_pending(&t->out) == 0)
+		tcp_free(t);
+}
+
+/* No more queries are read (end of stream, or a malformed one). */
+static void
+tcp_finish(struct dnstcp *t)
+{
+	t->finishing = 1;
+	if (t->rev != NULL)
+		event_del(t->rev);
+	tcp_maybe_done(t);
+}
+
+static void
+tcp_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dnstcp *t = arg;
+	struct timeval tv = { TCP_IDLE_MS / 1000, 0 };
+	size_t mlen;
+	ssize_t n;
+
+	n = recv(fd, t->in + t->inlen, sizeof(t->in) - t->inlen, 0);
+	if (n == 0) {
+		tcp_finish(t);		/* half-closed: its answers still go */
+		return;
+	}
+	if (n < 0 && errno != EAGAIN && errno != EINTR) {
+		tcp_free(t);
+		return;
+	}
+	if (n < 0)
+		return;
+	t->inlen += (size_t)n;
+	evtimer_add(t->timer, &tv);
+	while (t->inlen >= 2 && !t->closed && !t->finishing) {
+		mlen = (size_t)t->in[0] << 8 | t->in[1];
+		if (mlen < DNS_HDR_LEN || mlen > TCP_MSG_MAX) {
+			t->w->dns->malformed++;
+			t->finishing = 1;
+			break;
+		}
+		if (t->inlen < 2 + mlen)
+			return;
+		handle_query(t->w, t->in + 2, mlen, -1, &t->from, t->fromlen, t);
+		memmove(t->in, t->in + 2 + mlen, t->inlen - 2 - mlen);
+		t->inlen -= 2 + mlen;
+	}
+	if (t->closed)
+		tcp_free(t);
+	else if (t->finishing)
+		tcp_finish(t);	/* a malformed query ends the connection */
+}
+
+static void
+tcp_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	tcp_free(arg);
+}
+
+static void
+tcp_accept_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct worker *w = arg;
+	size_t i;
+
+	for (i = 0; i < w->dns->ntlev; i++)
+		if (w->dns->tlev[i] == lev)
+			worker_pause_listener(w, lev, w->dns->tresume[i]);
+}
+
+/* A sandbox's DNS connections count against its connection limit. */
+static struct sb_counter *
+tcp_count(struct worker *w, struct sockaddr *sa, int salen)
+{
+	const struct sandbox *sb;
+	struct sb_counter *cnt;
+	struct sl_addr src;
+
+	if (addr_from_sockaddr(sa, (socklen_t)salen, &src, NULL) != 0)
+		return NULL;
+	addr_canonical(&src, &src);
+	sb = state_sandbox_for(w->st, &src);
+	cnt = sb->counter;
+	if (atomic_fetch_add(&cnt->conns, 1) >= worker_config(w)->limits.connections) {
+		atomic_fetch_sub(&cnt->conns, 1);
+		return NULL;
+	}
+	atomic_fetch_add(&cnt->refs, 1);
+	return cnt;
+}
+
+static void
+tcp_audit_refused(struct worker *w, struct sockaddr *sa, int salen)
+{
+	const struct sandbox *sb;
+	char a[ADDR_STRLEN];
+	struct sl_addr src;
+	uint16_t port;
+
+	if (addr_from_sockaddr(sa, (socklen_t)salen, &src, &port) != 0)
+		return;
+	addr_canonical(&src, &src);
+	sb = state_sandbox_for(w->st, &src);
+	audit_write(worker_audit(w), "conn", json_pack(
+	    "{s:s?, s:s, s:I, s:s, s:s, s:i, s:s, s:s, s:s}",
+	    "sandbox", sb->id, "policy", sb->policy->name,
+	    "revision", (json_int_t)sb->policy->revision, "listener", "dns",
+	    "src", addr_format(&src, a, sizeof(a)), "src_port", port,
+	    "proto", "dns-tcp", "action", "deny", "reason", "connection-limit"));
+}
+
+static void
+tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct worker *w = arg;
+	struct timeval tv = { TCP_IDLE_MS / 1000, 0 };
+	struct linger lg = { 1, 0 };
+	struct sb_counter *cnt;
+	struct dnstcp *t;
+
+	if ((cnt = tcp_count(w, sa, salen)) == NULL) {
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(fd);	/* over its limit: a reset */
+		tcp_audit_refused(w, sa, salen);
+		return;
+	}
+	if ((t = calloc(1, sizeof(*t))) == NULL) {
+		atomic_fetch_sub(&cnt->conns, 1);
+		sb_counter_unref(cnt);
+		close(fd);
+		return;
+	}
+	t->w = w;
+	t->counter = cnt;
+	t->fd = fd;
+	memcpy(&t->from, sa, (size_t)salen < sizeof(t->from) ? (size_t)salen :
+	    sizeof(t->from));
+	t->fromlen = (socklen_t)salen;
+	t->rev = event_new(w->base, fd, EV_READ | EV_PERSIST, tcp_read_cb, t);
+	t->wev = event_new(w->base, fd, EV_WRITE, tcp_write_cb, t);
+	t->timer = evtimer_new(w->base, tcp_timer_cb, t);
+	TAILQ_INSERT_TAIL(&w->dns->tcps, t, link);
+	if (t->rev == NULL || t->wev == NULL || t->timer == NULL) {
+		tcp_free(t);
+		return;
+	}
+	event_add(t->rev, NULL);
+	evtimer_add(t->timer, &tv);
+}
+
+/* ---- the worker's service ------------------------------------------ */
+
+int
+dns_worker_start(struct worker *w)
+{
+	struct dns_worker *dw;
+	size_t i;
+
+	if ((dw = calloc(1, sizeof(*dw))) == NULL)
+		return SL_ERR_NOMEM;
+	TAILQ_INIT(&dw->tcps);
+	TAILQ_INIT(&dw->qs);
+	w->dns = dw;
+	dw->uev = calloc(w->ndns_udp ? w->ndns_udp : 1, sizeof(*dw->uev));
+	dw->tlev = calloc(w->ndns_tcp ? w->ndns_tcp : 1, sizeof(*dw->tlev));
+	dw->tresume = calloc(w->ndns_tcp ? w->ndns_tcp : 1, sizeof(*dw->tresume));
+	if (dw->uev == NULL || dw->tlev == NULL || dw->tresume == NULL)
+		return SL_ERR_NOMEM;
+	for (i = 0; i < w->ndns_udp; i++) {
+		dw->uev[i] = event_new(w->base, w->dns_udp[i], EV_READ | EV_PERSIST,
+		    udp_read_cb, w);
+		if (dw->uev[i] == NULL || event_add(dw->uev[i], NULL) != 0)
+			return SL_ERR_NOMEM;
+		dw->nuev++;
+	}
+	for (i = 0; i < w->ndns_tcp; i++) {
+		dw->tlev[i] = evconnlistener_new(w->base, tcp_accept_cb, w,
+		    LEV_OPT_CLOSE_ON_FREE, -1, w->dns_tcp[i]);
+		if (dw->tlev[i] == NULL)
+			return SL_ERR_IO;
+		w->dns_tcp[i] = -1;	/* the listener owns it now */
+		dw->ntlev++;
+		evconnlistener_set_error_cb(dw->tlev[i], tcp_accept_error_cb);
+		dw->tresume[i] = worker_resume_event(w, dw->tlev[i]);
+	}
+	return 0;
+}
+
+void
+dns_worker_stop(struct worker *w)
+{
+	struct dns_worker *dw = w->dns;
+	struct dnstcp *t;
+	struct dnsq *dq;
+	size_t i;
+
+	if (dw == NULL)
+		return;
+	while ((dq = TAILQ_FIRST(&dw->qs)) != NULL)
+		dnsq_free(dq);
+	while ((t = TAILQ_FIRST(&dw->tcps)) != NULL)
+		tcp_free(t);
+	for (i = 0; i < dw->nuev; i++)
+		event_free(dw->uev[i]);
+	for (i = 0; i < dw->ntlev; i++) {
+		if (dw->tresume[i] != NULL)
+			event_free(dw->tresume[i]);
+		evconnlistener_free(dw->tlev[i]);
+	}
+	free(dw->uev);
+	free(dw->tlev);
+	free(dw->tresume);
+	free(dw);
+	w->dns = NULL;
+}

@@ -1,0 +1,59 @@
+/*
+ * inject.h: the headers an inject rule sets, rendered from its templates
+ * and the secret store.
+ *
+ * A template is text with placeholders {{secret:NAME}} and
+ * {{secret:NAME | base64}} (checked when the policy loaded).  Every secret
+ * a template names must be in the set and bound to the request's host,
+ * or nothing is injected at all.
+ */
+#ifndef SLUICE_INJECT_H
+#define SLUICE_INJECT_H
+
+#include <stddef.h>
+
+#include "parse/httpfwd.h"
+#include "conf/policy.h"
+
+struct secret;
+struct secret_set;
+
+#define INJECT_MAX_SECRETS	4	/* distinct secrets one request gets */
+#define INJECT_BUF		(64u * 1024)	/* rendered values, together */
+
+enum inject_result {
+	INJECT_OK = 0,
+	INJECT_UNAVAILABLE,	/* a named secret is not in the store: 503 */
+	INJECT_UNBOUND,		/* a secret is not bound to the host: 403 */
+	INJECT_TOO_BIG,		/* the values do not fit INJECT_BUF, or too many secrets */
+};
+
+struct inject {
+	/* The headers to set (the rule's, then Accept-Encoding: identity). */
+	struct http_add	 add[POLICY_MAX_INJECT + 1];
+	size_t		 nadd;
+	/* The headers to remove: the rule's, and every one set. */
+	const char	*drop[POLICY_MAX_INJECT];
+	size_t		 ndrop;
+	/* The secrets used, each with a reference. */
+	struct secret	*used[INJECT_MAX_SECRETS];
+	size_t		 nused;
+	char		 secret[65];	/* on failure: the secret at fault */
+};
+
+/*
+ * Renders rule's inject.set for host (normalised) into buf (len bytes,
+ * the caller's guarded scratch; it holds secret bytes until wiped), with
+ * the secrets of set (may be NULL).  On INJECT_OK, inj->add[] points into
+ * buf and the rule, and inj holds references to the secrets used
+ * (inject_release drops them); on failure inj holds none, and
+ * inj->secret names the secret at fault.
+ * *used_len is how much of buf was written, to be wiped (on failure
+ * too).
+ */
+enum inject_result inject_render(const struct intercept_rule *rule,
+	    const struct secret_set *set, const char *host, char *buf,
+	    size_t len, size_t *used_len, struct inject *inj);
+void	inject_release(struct inject *inj);
+
+#endif

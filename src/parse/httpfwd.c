@@ -1,0 +1,220 @@
+/*
+ * httpfwd.c: the head of an intercepted request as the upstream gets it,
+ * and the hop-by-hop rules both directions share.
+ */
+#include "autoconf.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/err.h"
+#include "parse/httpfwd.h"
+#include "parse/httphead.h"
+#include "parse/httphead_int.h"
+
+/* ---- hop-by-hop headers ------------------------------------------------- */
+
+/* a[0..alen) equals the NUL-terminated b, ignoring ASCII case. */
+static int
+name_eq(const char *a, size_t alen, const char *b)
+{
+	return strlen(b) == alen && ascii_caseeq(a, b, alen);
+}
+
+int
+http_hop_by_hop(const char *name, size_t len)
+{
+	return ascii_eq(name, len, "connection") ||
+	    ascii_eq(name, len, "keep-alive") ||
+	    ascii_eq(name, len, "te") ||
+	    ascii_eq(name, len, "trailer") ||
+	    ascii_eq(name, len, "upgrade") ||
+	    ascii_prefix(name, len, "proxy-");	/* Proxy-Connection too */
+}
+
+/* v[0..len) as a comma-separated list contains the element name[0..nlen). */
+static int
+list_has(const char *v, size_t len, const char *name, size_t nlen)
+{
+	size_t i = 0, elen;
+	const char *e;
+
+	while (http_list_next(v, len, &i, &e, &elen))
+		if (elen == nlen && nlen > 0 && ascii_caseeq(e, name, nlen))
+			return 1;
+	return 0;
+}
+
+int
+http_conn_names(const struct http_header *hdrs, size_t n, const char *name,
+    size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ascii_eq(hdrs[i].name, hdrs[i].name_len, "connection") &&
+		    list_has(hdrs[i].value, hdrs[i].value_len, name, len))
+			return 1;
+	return 0;
+}
+
+/* ---- the upstream request head ------------------------------------------ */
+
+/* What the caller asks for, gathered so the filter takes one argument. */
+struct fwd {
+	const struct http_head	*h;
+	const char *const	*drop;
+	size_t			 ndrop;
+	const struct http_add	*add;
+	size_t			 nadd;
+	int			 upgrade;	/* Upgrade kept, "Connection: upgrade" */
+	int			 close;		/* "Connection: close" */
+};
+
+/* Content-Length or Transfer-Encoding. */
+static int
+is_framing(const char *name, size_t len)
+{
+	return ascii_eq(name, len, "content-length") ||
+	    ascii_eq(name, len, "transfer-encoding");
+}
+
+/* Whether header x of the request goes upstream as received (arg: fwd). */
+static int
+fwd_keeps(const void *arg, const struct http_header *x)
+{
+	const struct fwd *f = arg;
+	size_t i;
+
+	if (ascii_eq(x->name, x->name_len, "host"))
+		return 0;
+	/*
+	 * The framing stays as received whatever a rule or Connection says:
+	 * the body is relayed raw, and the upstream must frame it as we do.
+	 */
+	if (is_framing(x->name, x->name_len))
+		return 1;
+	for (i = 0; i < f->ndrop; i++)
+		if (name_eq(x->name, x->name_len, f->drop[i]))
+			return 0;
+	for (i = 0; i < f->nadd; i++)
+		if (name_eq(x->name, x->name_len, f->add[i].name))
+			return 0;
+	if (f->upgrade && ascii_eq(x->name, x->name_len, "upgrade"))
+		return 1;
+	return !http_hop_by_hop(x->name, x->name_len) &&
+	    !http_conn_names(f->h->headers, f->h->nheaders, x->name, x->name_len);
+}
+
+/* Every byte of s is a tchar (or, for a value, SP, HT, VCHAR, obs-text). */
+static int
+sendable(const char *s, int is_name)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	if (is_name && *p == '\0')
+		return 0;
+	for (; *p != '\0'; p++)
+		if (is_name ? !is_tchar(*p) :
+		    (*p != ' ' && *p != '\t' && (*p < 0x21 || *p == 0x7f)))
+			return 0;
+	return 1;
+}
+
+/* The request-target and host are visible ASCII without spaces. */
+static int
+visible(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	if (*p == '\0')
+		return 0;
+	for (; *p != '\0'; p++)
+		if (*p < 0x21 || *p >= 0x7f)
+			return 0;
+	return 1;
+}
+
+/* Writes the Host line to o (NULL: only counts).  Returns its length. */
+static size_t
+host_line(char *o, const char *host, uint16_t port)
+{
+	char pbuf[8];
+	size_t n, hlen = strlen(host);
+	int v6 = strchr(host, ':') != NULL;
+
+	pbuf[0] = '\0';
+	if (port != 443)
+		snprintf(pbuf, sizeof(pbuf), ":%u", (unsigned)port);
+	n = 6 + (v6 ? 2 : 0) + hlen + strlen(pbuf) + 2;
+	if (o != NULL) {
+		o = put(o, "Host: ", 6);
+		if (v6)
+			o = put(o, "[", 1);
+		o = put(o, host, hlen);
+		if (v6)
+			o = put(o, "]", 1);
+		o = put(o, pbuf, strlen(pbuf));
+		put(o, "\r\n", 2);
+	}
+	return n;
+}
+
+/* The Connection line we add, or "" for none. */
+static const char *
+conn_line(const struct fwd *f)
+{
+	if (f->upgrade)
+		return f->close ? "Connection: upgrade, close\r\n" :
+		    "Connection: upgrade\r\n";
+	return f->close ? "Connection: close\r\n" : "";
+}
+
+long
+http_head_serialize_upstream(const struct http_head *h, const char *target,
+    const char *host, uint16_t port, int keep_upgrade,
+    const char *const *drop, size_t ndrop, const struct http_add *add,
+    size_t nadd, char *out, size_t out_len)
+{
+	struct fwd f = { h, drop, ndrop, add, nadd, 0, 0 };
+	size_t i, need, tlen;
+	const char *conn;
+	char *o = out;
+
+	if (!visible(target) || !visible(host) || strchr(host, '/') != NULL)
+		return SL_ERR_INVALID;
+	for (i = 0; i < nadd; i++) {
+		const char *n = add[i].name;
+
+		if (!sendable(n, 1) || !sendable(add[i].value, 0) ||
+		    name_eq(n, strlen(n), "host") || is_framing(n, strlen(n)) ||
+		    http_hop_by_hop(n, strlen(n)))
+			return SL_ERR_INVALID;
+	}
+	/* An upgrade in HTTP/1.0 is ignored by the origin (RFC 9110 7.8). */
+	f.upgrade = keep_upgrade && h->upgrade && h->http_minor == 1;
+	f.close = h->http_minor == 0 || !h->keep_alive;
+	conn = conn_line(&f);
+
+	tlen = strlen(target);
+	need = http_put_request_line(NULL, h->method, target, tlen, "HTTP/1.1") +
+	    host_line(NULL, host, port) + strlen(conn) + 2 +
+	    http_put_headers(NULL, h->headers, h->nheaders, fwd_keeps, &f);
+	for (i = 0; i < nadd; i++)
+		need += http_put_field(NULL, add[i].name, strlen(add[i].name),
+		    add[i].value, strlen(add[i].value));
+	if (need > out_len || need > (size_t)LONG_MAX)
+		return SL_ERR_TOO_BIG;
+
+	o += http_put_request_line(o, h->method, target, tlen, "HTTP/1.1");
+	o += host_line(o, host, port);
+	o += http_put_headers(o, h->headers, h->nheaders, fwd_keeps, &f);
+	o = put(o, conn, strlen(conn));
+	for (i = 0; i < nadd; i++)
+		o += http_put_field(o, add[i].name, strlen(add[i].name),
+		    add[i].value, strlen(add[i].value));
+	o = put(o, "\r\n", 2);
+	return (long)(o - out);
+}

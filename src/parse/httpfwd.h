@@ -1,0 +1,59 @@
+/* httpfwd.h: what crosses the proxy in an intercepted HTTP/1.1 exchange. */
+#ifndef SLUICE_HTTPFWD_H
+#define SLUICE_HTTPFWD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "parse/httphead.h"
+
+/* A header a rule sets: a token name and a value without CR, LF or NUL. */
+struct http_add {
+	const char	*name;
+	const char	*value;
+};
+
+/*
+ * Writes the head of an intercepted request for the upstream:
+ *   "<method> <target> HTTP/1.1", then "Host: <host>" (":<port>" appended
+ *   when port != 443; an IPv6 literal in brackets), then every header of h
+ *   as received (name, ": ", trimmed value) except
+ *     - Host (rewritten above),
+ *     - the hop-by-hop ones (Connection, Keep-Alive, Proxy-Connection, TE,
+ *       Trailer, Upgrade) and any header a Connection header names, but
+ *       never Content-Length or Transfer-Encoding, since the body is
+ *       relayed raw in the framing it came with,
+ *     - every Proxy-* header,
+ *     - any header whose name, ignoring case, is in drop[] or add[]
+ *       (again never Content-Length or Transfer-Encoding);
+ *   then one Connection header when needed: "upgrade" when keep_upgrade
+ *   is set and h is an HTTP/1.1 upgrade (the Upgrade header is then kept
+ *   too), "close" when h is HTTP/1.0 (sent as 1.1) or asked to close;
+ *   then the add[] headers in order; then the empty line.
+ *
+ * target is the request-target to send (the caller's normalised path, "?"
+ * and the raw query): visible ASCII, no spaces.  host is the SNI host.
+ * drop[] and add[] names are matched ignoring case.  Returns the length
+ * written (no NUL appended); SL_ERR_TOO_BIG when out_len is too small;
+ * SL_ERR_INVALID when target or host is not visible ASCII, or an add[]
+ * name is not a token or is Host, Content-Length, Transfer-Encoding or
+ * hop-by-hop, or an add[] value holds a control byte.  out is not written
+ * to unless it succeeds.
+ */
+long	http_head_serialize_upstream(const struct http_head *h,
+	    const char *target, const char *host, uint16_t port,
+	    int keep_upgrade, const char *const *drop, size_t ndrop,
+	    const struct http_add *add, size_t nadd, char *out,
+	    size_t out_len);
+
+/*
+ * Shared by both directions.  http_hop_by_hop: name[0..len) is one of
+ * Connection, Keep-Alive, Proxy-Connection, TE, Trailer, Upgrade or
+ * Proxy-* (ignoring case).  http_conn_names: a Connection header among
+ * hdrs[0..n) lists name[0..len) as an option (ignoring case).
+ */
+int	http_hop_by_hop(const char *name, size_t len);
+int	http_conn_names(const struct http_header *hdrs, size_t n,
+	    const char *name, size_t len);
+
+#endif
