@@ -233,3 +233,38 @@ sanitizer() {
 	grep -m1 -A2 -E 'runtime error:|ERROR: [A-Za-z]+Sanitizer' "$WORK/sluiced.log" |
 	    grep -vE '^(READ|WRITE) of' | tr '\n' ' ' | head -c 300
 }
+
+# ---------------------------------------------------------------- one sluiced for the run
+# They read WORK, SOCK, NS_GW and set SL_PID, T_START (start) and st, out.
+
+# daemon_start: sluiced -c $WORK/sluiced.yaml in gw, waited for (its
+# transparent port and control socket), or the run fails.
+daemon_start() {
+	world_spawn "$NS_GW" "$WORK/sluiced.log" "$SLUICED" -c "$WORK/sluiced.yaml"
+	SL_PID=$SPAWNED
+	world_wait_listen "$NS_GW" 15001 100 && world_wait_file "$SOCK" 50 ||
+	    setup_fail "sluiced did not start: $(tail -3 "$WORK/sluiced.log" | tr '\n' ' ')"
+	T_START=$(date +%s)
+}
+# register_box POLICY: sandbox "box" (sb's addresses) through the API; its
+# CA goes to $BOX_CA.
+register_box() {
+	api POST /v1/sandboxes "{\"id\":\"box\",\"sources\":[\"198.18.0.2\",\"fd00:5c::1:2\"],\"policy\":\"$1\"}"
+	[ "$st" = 201 ] || setup_fail "registering box: $st $(short "$out")"
+	jq -j .ca_pem <<<"$out" >"$BOX_CA"
+}
+# daemon_same: the sluiced of daemon_start still runs, never restarted
+daemon_same() {
+	kill -0 "$SL_PID" 2>/dev/null || { why="sluiced ($SL_PID) is gone: $(sanitizer)"; return 1; }
+	api GET /v1/status
+	[ "$st" = 200 ] && [ "$(jq -r .uptime_s <<<"$out")" -ge $(( $(date +%s) - T_START - 1 )) ] ||
+	    { why="status $st, uptime $(jq -r .uptime_s <<<"$out" 2>/dev/null): restarted?"; return 1; }
+}
+# daemon_ends: SIGTERM ends it with status 0 and no sanitizer report
+daemon_ends() {
+	local san
+	world_stop "$SL_PID" TERM 80
+	san=$(sanitizer)
+	[ -z "$san" ] || { why="sanitizer: $san"; return 1; }
+	[ "$WORLD_STOP_STATUS" = 0 ] || { why="exit status $WORLD_STOP_STATUS after SIGTERM: $(tail -3 "$WORK/sluiced.log" | tr '\n' ' ')"; return 1; }
+}

@@ -229,11 +229,7 @@ sandboxes:
   - {id: box, sources: ["198.18.0.2"], policy: fwd, team: ml, project: agents}
 EOF
 : >"$AUDIT"
-world_spawn "$NS_GW" "$WORK/sluiced.log" "$SLUICED" -c "$WORK/sluiced.yaml"
-SL_PID=$SPAWNED
-world_wait_listen "$NS_GW" 15001 100 && world_wait_file "$SOCK" 50 ||
-    setup_fail "sluiced did not start: $(tail -3 "$WORK/sluiced.log" | tr '\n' ' ')"
-T_START=$(date +%s)
+daemon_start
 curl -s -f --unix-socket "$SOCK" http://s/v1/sandboxes/box/ca.pem >"$BOX_CA" ||
     setup_fail "no CA for box"
 
@@ -459,11 +455,6 @@ fwd_no_token_left() {
 			return 1
 		fi
 	done
-}
-daemon_ends() {
-	world_stop "$SL_PID" TERM 80
-	[ -z "$(sanitizer)" ] || { why="sanitizer: $(sanitizer)"; return 1; }
-	[ "$WORLD_STOP_STATUS" = 0 ] || { why="exit status $WORLD_STOP_STATUS"; return 1; }
 }
 check fwd_audit fwd_audit
 check fwd_no_token_left fwd_no_token_left

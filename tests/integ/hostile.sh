@@ -199,15 +199,8 @@ EOF
 : >"$AUDIT"
 "$SLUICED" -c "$WORK/sluiced.yaml" --check >"$WORK/check.log" 2>&1 ||
     setup_fail "sluiced --check: $(tail -2 "$WORK/check.log")"
-world_spawn "$NS_GW" "$WORK/sluiced.log" "$SLUICED" -c "$WORK/sluiced.yaml"
-SL_PID=$SPAWNED
-if ! world_wait_listen "$NS_GW" 15001 100 || ! world_wait_file "$SOCK" 50; then
-	setup_fail "sluiced did not start: $(tail -3 "$WORK/sluiced.log" | tr '\n' ' ')"
-fi
-T_START=$(date +%s)
-api POST /v1/sandboxes '{"id":"box","sources":["198.18.0.2","fd00:5c::1:2"],"policy":"hostile"}'
-[ "$st" = 201 ] || setup_fail "registering box: $st $(short "$out")"
-jq -j .ca_pem <<<"$out" >"$BOX_CA"
+daemon_start
+register_box hostile
 
 # ================================================================ crash
 
@@ -570,19 +563,6 @@ check fmt_short fmt_short
 
 # ================================================================ daemon
 
-daemon_same() {
-	kill -0 "$SL_PID" 2>/dev/null || { why="sluiced ($SL_PID) is gone: $(sanitizer)"; return 1; }
-	api GET /v1/status
-	[ "$st" = 200 ] && [ "$(jq -r .uptime_s <<<"$out")" -ge $(( $(date +%s) - T_START - 1 )) ] ||
-	    { why="status $st: restarted?"; return 1; }
-}
-daemon_ends() {
-	local san
-	world_stop "$SL_PID" TERM 80
-	san=$(sanitizer)
-	[ -z "$san" ] || { why="sanitizer: $san"; return 1; }
-	[ "$WORLD_STOP_STATUS" = 0 ] || { why="exit status $WORLD_STOP_STATUS after SIGTERM"; return 1; }
-}
 
 check daemon_same daemon_same
 check daemon_ends daemon_ends

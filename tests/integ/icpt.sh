@@ -411,15 +411,8 @@ sandboxes:
   - {id: fixed, sources: ["198.18.0.3", "fd00:5c::1:3"], policy: fixed}
 EOF
 : >"$AUDIT"
-world_spawn "$NS_GW" "$WORK/sluiced.log" "$SLUICED" -c "$WORK/sluiced.yaml"
-SL_PID=$SPAWNED
-if ! world_wait_listen "$NS_GW" 15001 100 || ! world_wait_file "$SOCK" 50; then
-	setup_fail "sluiced did not start: $(tail -3 "$WORK/sluiced.log" | tr '\n' ' ')"
-fi
-T_START=$(date +%s)
-api POST /v1/sandboxes '{"id":"box","sources":["198.18.0.2","fd00:5c::1:2"],"policy":"icpt"}'
-[ "$st" = 201 ] || setup_fail "registering box: $st $(short "$out")"
-jq -j .ca_pem <<<"$out" >"$BOX_CA"
+daemon_start
+register_box icpt
 api GET /v1/sandboxes/fixed/ca.pem
 [ "$st" = 200 ] || setup_fail "fixed's CA: $st $(short "$out")"
 cp "$WORK/api.b" "$FIXED_CA"
@@ -1348,19 +1341,6 @@ check tls_11_only tls_11_only
 # Everything above ran against one sluiced: it still runs, and it ends
 # well (SIGTERM: exit 0, no sanitizer report).
 
-daemon_same() {
-	kill -0 "$SL_PID" 2>/dev/null || { why="sluiced ($SL_PID) is gone: $(sanitizer)"; return 1; }
-	api GET /v1/status
-	[ "$st" = 200 ] && [ "$(jq -r .uptime_s <<<"$out")" -ge $(( $(date +%s) - T_START - 1 )) ] ||
-	    { why="status $st, uptime $(jq -r .uptime_s <<<"$out" 2>/dev/null): restarted?"; return 1; }
-}
-daemon_ends() {
-	local san
-	world_stop "$SL_PID" TERM 80
-	san=$(sanitizer)
-	[ -z "$san" ] || { why="sanitizer: $san"; return 1; }
-	[ "$WORLD_STOP_STATUS" = 0 ] || { why="exit status $WORLD_STOP_STATUS after SIGTERM: $(tail -3 "$WORK/sluiced.log" | tr '\n' ' ')"; return 1; }
-}
 
 check daemon_same daemon_same
 check daemon_ends daemon_ends
