@@ -11,12 +11,12 @@
 #include <openssl/ssl.h>
 #include <sodium.h>
 
-#include "conf/config.h"
-#include "daemon/daemon.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "conf/config.h"
 #include "keys/secrets.h"
 #include "loop/state.h"
+#include "daemon/daemon.h"
 
 static void
 usage(FILE *f)

@@ -26,10 +26,10 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "audit/audit.h"
-#include "audit/auditfmt.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "audit/audit.h"
+#include "audit/auditfmt.h"
 
 #define SYNC_MS		100	/* fsync batch: at most this late */
 #define SYNC_RECORDS	1000	/* or after this many records */

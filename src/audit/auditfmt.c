@@ -16,9 +16,9 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "audit/auditfmt.h"
 #include "util/err.h"
 #include "keys/signkey.h"
+#include "audit/auditfmt.h"
 
 #define CANON_FLAGS	(JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII)
 /*

@@ -8,11 +8,11 @@
 #include <sys/un.h>
 
 #include "util/addr.h"
-#include "conf/config.h"
 #include "util/err.h"
 #include "util/log.h"
-#include "conf/policy.h"
 #include "util/yamltree.h"
+#include "conf/config.h"
+#include "conf/policy.h"
 
 #define DEFAULT_CONTROL		"/run/sluice/control.sock"
 #define DEFAULT_UPSTREAM_CA	"/etc/ssl/certs/ca-certificates.crt"

@@ -1,6 +1,7 @@
 /* policy.c: a policy's lifetime and the connection verdicts it gives. */
 #include "autoconf.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -382,6 +383,23 @@ policy_name_allowed(const struct policy *p, const char *name)
 	/* A deny rule limited to some ports leaves the name usable. */
 	name_verdict(p, norm, 0, 0, &d);
 	return d.verdict != VERDICT_DENY;
+}
+
+int
+policy_name_valid(const char *s)
+{
+	size_t i;
+
+	if (!isalnum((unsigned char)s[0]))
+		return 0;
+	for (i = 1; s[i] != '\0'; i++) {
+		if (i > 62)
+			return 0;
+		if (!isalnum((unsigned char)s[i]) && s[i] != '.' &&
+		    s[i] != '_' && s[i] != '-')
+			return 0;
+	}
+	return 1;
 }
 
 int

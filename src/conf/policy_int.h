@@ -13,8 +13,8 @@
 
 #include "util/err.h"
 #include "util/names.h"
-#include "conf/policy.h"
 #include "util/yamltree.h"
+#include "conf/policy.h"
 
 #define NO_RULE		UINT32_MAX
 

@@ -9,9 +9,9 @@
 #include <sodium.h>
 
 #include "util/err.h"
+#include "util/yamltree.h"
 #include "conf/policy.h"
 #include "conf/policy_int.h"
-#include "util/yamltree.h"
 
 #define SECRET_NAME_MAX	64
 

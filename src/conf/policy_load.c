@@ -1,7 +1,6 @@
 /* policy_load.c: parses and validates a policy file and indexes its rules. */
 #include "autoconf.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,29 +11,9 @@
 #include "util/cidr.h"
 #include "util/err.h"
 #include "util/names.h"
+#include "util/yamltree.h"
 #include "conf/policy.h"
 #include "conf/policy_int.h"
-#include "util/yamltree.h"
-
-/* ------------------------------------------------------------------ */
-/* Small validators                                                    */
-
-int
-policy_name_valid(const char *s)
-{
-	size_t i;
-
-	if (!isalnum((unsigned char)s[0]))
-		return 0;
-	for (i = 1; s[i] != '\0'; i++) {
-		if (i > 62)
-			return 0;
-		if (!isalnum((unsigned char)s[i]) && s[i] != '.' &&
-		    s[i] != '_' && s[i] != '-')
-			return 0;
-	}
-	return 1;
-}
 
 /* ------------------------------------------------------------------ */
 /* Prefixes                                                            */

@@ -19,19 +19,20 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "audit/audit.h"
-#include "conf/config.h"
-#include "conn/conn.h"
-#include "daemon/daemon.h"
-#include "conn/deny.h"
-#include "dns/dnsmem.h"
-#include "parse/httphead.h"
+#include "util/clock.h"
 #include "util/log.h"
-#include "conn/icpt.h"
 #include "util/metrics.h"
-#include "conn/relay.h"
+#include "parse/httphead.h"
+#include "conf/config.h"
+#include "audit/audit.h"
+#include "loop/loop.h"
 #include "loop/state.h"
-#include "daemon/worker.h"
+#include "dns/dnsmem.h"
+#include "conn/conn.h"
+#include "conn/conn_int.h"
+#include "conn/deny.h"
+#include "conn/icpt.h"
+#include "conn/relay.h"
 
 #define PEEK_INITIAL	2048
 #define DENY_LINGER_MS	3000	/* a refusal's flush, and earlier answers */
@@ -51,25 +52,6 @@ static void conn_read_cb(evutil_socket_t, short, void *);
 static void conn_write_cb(evutil_socket_t, short, void *);
 static void conn_timer_cb(evutil_socket_t, short, void *);
 static void conn_connect(struct conn *c);
-
-/* Monotonic milliseconds, coarse (a few ms): cheap enough per read. */
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static time_t
-mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return ts.tv_sec;
-}
 
 void
 conn_set_state(struct conn *c, enum conn_state s)
@@ -91,7 +73,7 @@ conn_arm_timer(struct conn *c, unsigned ms)
 int
 conn_half_init(struct conn *c, struct half *h, int fd)
 {
-	struct event_base *base = c->w->base;
+	struct event_base *base = c->l->base;
 	int one = 1;
 
 	/*
@@ -123,15 +105,6 @@ original_dst(struct conn *c, int fd)
 	    &c->dst_port);
 }
 
-static uint64_t
-mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* The connection's first verdict: how long the handshake and the decision took. */
 static void
 conn_observe_verdict(struct conn *c)
@@ -144,8 +117,8 @@ conn_observe_verdict(struct conn *c)
 	now = mono_us();
 	start = (uint64_t)c->started.tv_sec * 1000000u +
 	    (uint64_t)c->started.tv_nsec / 1000u;
-	mhist_observe(&c->w->metrics.handshake, now - start);
-	mhist_observe(&c->w->metrics.decision, now - c->judging_us);
+	mhist_observe(&c->l->metrics.handshake, now - start);
+	mhist_observe(&c->l->metrics.decision, now - c->judging_us);
 }
 
 void
@@ -153,11 +126,11 @@ conn_take_state(struct conn *c)
 {
 	struct sl_addr src;
 
-	if (c->st != c->w->st) {
+	if (c->st != c->l->st) {
 		/* c->dec.rule points into the snapshot we are about to drop. */
 		c->dec.rule = NULL;
 		state_unref(c->st);
-		c->st = state_ref(c->w->st);
+		c->st = state_ref(c->l->st);
 	}
 	addr_canonical(&c->src, &src);
 	c->sb = state_sandbox_for(c->st, &src);
@@ -167,7 +140,7 @@ conn_take_state(struct conn *c)
 }
 
 static void
-conn_reject_now(struct worker *w, int fd)
+conn_reject_now(struct loop *l, int fd)
 {
 	struct linger lg = { 1, 0 };
 
@@ -175,19 +148,16 @@ conn_reject_now(struct worker *w, int fd)
 	close(fd);
 }
 
-void
-conn_accept(struct worker *w, int fd, enum listener_kind kind)
+struct conn *
+conn_new(struct loop *l, int fd, enum listener_kind kind)
 {
-	const struct config *cfg = worker_config(w);
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
 	struct conn *c;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		conn_reject_now(w, fd);
-		return;
+		conn_reject_now(l, fd);
+		return NULL;
 	}
-	c->w = w;
+	c->l = l;
 	c->kind = kind;
 	c->proto = -1;
 	c->down.c = c->up.c = c;
@@ -199,16 +169,29 @@ conn_accept(struct worker *w, int fd, enum listener_kind kind)
 	c->down.pipe[0] = c->down.pipe[1] = -1;
 	clock_gettime(CLOCK_MONOTONIC, &c->started);
 	c->last_active = mono_ms();
-	TAILQ_INSERT_TAIL(&w->conns, c, link);
-	w->nconns++;
+	TAILQ_INSERT_TAIL(&l->conns, c, link);
+	l->nconns++;
 
 	if (conn_half_init(c, &c->down, fd) != 0 ||
-	    (c->timer = evtimer_new(w->base, conn_timer_cb, c)) == NULL) {
+	    (c->timer = evtimer_new(l->base, conn_timer_cb, c)) == NULL) {
 		if (c->down.fd == -1)
 			close(fd);
 		conn_close(c, "out-of-memory");
-		return;
+		return NULL;
 	}
+	return c;
+}
+
+void
+conn_accept(struct loop *l, int fd, enum listener_kind kind)
+{
+	const struct config *cfg = l->cfg;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	struct conn *c;
+
+	if ((c = conn_new(l, fd, kind)) == NULL)
+		return;
 	if (getpeername(fd, (struct sockaddr *)&ss, &len) == -1 ||
 	    addr_from_sockaddr((struct sockaddr *)&ss, len, &c->src,
 	    &c->src_port) != 0) {
@@ -386,7 +369,7 @@ binding_check(struct conn *c, int err, const struct resolve_answer *ans,
 	if (cached && !c->fresh_tried) {
 		/* The name may have moved since we cached it: ask again once. */
 		c->fresh_tried = 1;
-		r = resolve_name(c->w->res, c->name, RESOLVE_FRESH, NULL,
+		r = resolve_name(c->l->res, c->name, RESOLVE_FRESH, NULL,
 		    binding_cb, c, &c->rreq);
 		if (r == 1)
 			return;
@@ -413,8 +396,8 @@ dns_told(struct conn *c)
 	struct sl_addr dst;
 
 	addr_canonical(&c->dst, &dst);
-	return dnsmem_has(c->w->d->dnsmem, c->sb->id ? c->sb->id : "",
-	    c->name, &dst, mono_now());
+	return dnsmem_has(c->l->dnsmem, c->sb->id ? c->sb->id : "",
+	    c->name, &dst, mono_s());
 }
 
 /* Looks name up; the answer resumes the connection in its current state. */
@@ -429,7 +412,7 @@ conn_resolve(struct conn *c, const char *name)
 		conn_proceed(c);	/* our DNS filter gave it this address */
 		return;
 	}
-	r = resolve_name(c->w->res, name, 0, &ans, binding_cb, c, &c->rreq);
+	r = resolve_name(c->l->res, name, 0, &ans, binding_cb, c, &c->rreq);
 	if (r == 1)
 		return;		/* binding_cb resumes */
 	if (c->state == CS_PROXY_HEAD)
@@ -444,7 +427,7 @@ conn_resolve(struct conn *c, const char *name)
 static void
 step_sniff(struct conn *c)
 {
-	const struct config *cfg = worker_config(c->w);
+	const struct config *cfg = c->l->cfg;
 	enum sniff_proto p;
 	size_t cap;
 	int r;
@@ -516,7 +499,7 @@ conn_step(struct conn *c)
 static void
 conn_connect(struct conn *c)
 {
-	const struct config *cfg = worker_config(c->w);
+	const struct config *cfg = c->l->cfg;
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int fd;
@@ -550,7 +533,7 @@ conn_connect(struct conn *c)
 static void
 connect_done(struct conn *c)
 {
-	const struct config *cfg = worker_config(c->w);
+	const struct config *cfg = c->l->cfg;
 	int err = 0;
 	socklen_t len = sizeof(err);
 
@@ -586,7 +569,7 @@ connect_done(struct conn *c)
 		return;
 	}
 	/* A reload while we resolved or connected: judge again under it. */
-	if (c->state == CS_RELAY && c->st != c->w->st)
+	if (c->state == CS_RELAY && c->st != c->l->st)
 		conn_rejudge(c);
 }
 
@@ -719,7 +702,7 @@ static void
 conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
-	const struct config *cfg = worker_config(c->w);
+	const struct config *cfg = c->l->cfg;
 	uint64_t idle;
 
 	switch (c->state) {
@@ -830,8 +813,8 @@ conn_audit(struct conn *c, const char *reason)
 		json_object_set_new(rec, "detail", json_string(c->detail));
 	if (rec != NULL && c->kind == LISTEN_PROXY && c->authority[0])
 		json_object_set_new(rec, "authority", json_string(c->authority));
-	audit_write(worker_audit(c->w), "conn", rec);
-	mtable_add(&c->w->metrics.conns, action, pass ? c->dec.reason : reason);
+	audit_write(c->l->audit, "conn", rec);
+	mtable_add(&c->l->metrics.conns, action, pass ? c->dec.reason : reason);
 	if (c->counter != NULL) {
 		atomic_fetch_add(&c->counter->conns_total, 1);
 		if (!pass)
@@ -851,7 +834,7 @@ conn_free_cb(evutil_socket_t fd, short what, void *arg)
 void
 conn_close(struct conn *c, const char *reason)
 {
-	struct worker *w = c->w;
+	struct loop *l = c->l;
 
 	if (c->state == CS_CLOSED)
 		return;
@@ -883,11 +866,11 @@ conn_close(struct conn *c, const char *reason)
 	}
 	state_unref(c->st);
 	c->st = NULL;
-	TAILQ_REMOVE(&w->conns, c, link);
-	w->nconns--;
+	TAILQ_REMOVE(&l->conns, c, link);
+	l->nconns--;
 	/* Freed on the next loop turn: our callers may still hold c. */
-	event_base_once(w->base, -1, EV_TIMEOUT, conn_free_cb, c, NULL);
-	worker_conn_gone(w);
+	event_base_once(l->base, -1, EV_TIMEOUT, conn_free_cb, c, NULL);
+	loop_conn_gone(l);
 }
 
 /* The verdict the connection's policy gives its destination and name now. */
@@ -919,9 +902,9 @@ conn_rejudge(struct conn *c)
 	if (c->state == CS_CLOSED || c->counter == NULL)
 		return;
 	addr_canonical(&c->src, &src);
-	sb = state_sandbox_for(c->w->st, &src);
+	sb = state_sandbox_for(c->l->st, &src);
 	if (sb->counter != c->counter) {
-		if (c->sb->id != NULL && state_sandbox(c->w->st, c->sb->id) == NULL)
+		if (c->sb->id != NULL && state_sandbox(c->l->st, c->sb->id) == NULL)
 			c->close_reason = "sandbox-deleted";
 		else
 			c->close_reason = "sandbox-changed";
@@ -931,7 +914,7 @@ conn_rejudge(struct conn *c)
 	}
 	if (sb->policy == c->pol) {
 		state_unref(c->st);
-		c->st = state_ref(c->w->st);
+		c->st = state_ref(c->l->st);
 		c->sb = sb;
 		return;
 	}
@@ -981,4 +964,11 @@ conn_rejudge(struct conn *c)
 	c->dec.verdict = VERDICT_DENY;
 	c->close_reason = "policy-changed";
 	conn_close(c, "policy-changed");
+}
+
+void
+conn_audit_durable(struct conn *c, uint64_t durable, int failed)
+{
+	if (c->state == CS_ICPT && c->icpt != NULL)
+		icpt_audit_durable(c->icpt, durable, failed);
 }

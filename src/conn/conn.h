@@ -8,13 +8,13 @@
 #include <time.h>
 
 #include "util/addr.h"
-#include "util/outbuf.h"
-#include "conf/policy.h"
-#include "loop/resolve.h"
 #include "parse/sniff.h"
+#include "conf/policy.h"
+#include "loop/half.h"
+#include "loop/resolve.h"
 
 struct event;
-struct worker;
+struct loop;
 struct state;
 struct sandbox;
 struct http_reqs;
@@ -35,26 +35,9 @@ enum conn_state {
 	CS_CLOSED,		/* waiting for the deferred free */
 };
 
-/* Output queued in user space for one side (refusals, replayed bytes): outbuf.h. */
-
-/* One side of a connection: down is the sandbox, up the upstream. */
-struct half {
-	struct conn	*c;
-	struct half	*peer;
-	const char	*name;		/* "down" or "up" */
-	int		 fd;
-	struct event	*rev, *wev;
-	int		 pipe[2];	/* bytes read from fd, waiting for peer */
-	size_t		 inpipe;
-	struct outbuf	 out;		/* bytes to write to fd before any pipe */
-	int		 eof;		/* read side finished */
-	int		 shut;		/* we shut down fd's write side */
-	uint64_t	 bytes;		/* bytes read from fd */
-};
-
 struct conn {
 	TAILQ_ENTRY(conn) link;		/* in the worker's list */
-	struct worker	*w;
+	struct loop	*l;
 	enum listener_kind kind;
 	enum conn_state	 state;
 	struct half	 down, up;
@@ -112,7 +95,7 @@ struct conn {
 };
 
 /* Takes ownership of fd (accepted).  Closes it on any failure. */
-void	conn_accept(struct worker *w, int fd, enum listener_kind kind);
+void	conn_accept(struct loop *l, int fd, enum listener_kind kind);
 /*
  * The only way out: writes the audit record, closes both sides and frees
  * the connection on the next loop turn.  Safe to call twice.
@@ -121,35 +104,11 @@ void	conn_close(struct conn *c, const char *reason);
 /* Re-judges an open connection after a policy swap; closes it if denied. */
 void	conn_rejudge(struct conn *c);
 
-/* Internal to conn*.c and relay.c. */
-void	conn_set_state(struct conn *c, enum conn_state s);
-void	conn_arm_timer(struct conn *c, unsigned ms);
-void	conn_step(struct conn *c);
-void	conn_deny(struct conn *c, const char *reason, const char *rule);
-void	conn_decided(struct conn *c);
 /*
- * Step 2 for c->dst, the address alone (the gateway's own addresses,
- * forbidden ones, egress.deny CIDRs): 1 after refusing c, else 0 with
- * c->dec CONTINUE.
+ * Audit records up to ticket durable are on disk (failed: the trail cannot
+ * be written): a request of c held for its record goes on, or is refused.
+ * May close c.
  */
-int	conn_dest_refused(struct conn *c);
-/* Takes the worker's current snapshot for a decision about to be made. */
-void	conn_take_state(struct conn *c);
-int	conn_half_init(struct conn *c, struct half *h, int fd);
-void	conn_proceed(struct conn *c);
-int	conn_peek_read(struct conn *c, size_t cap);
-void	conn_resolve(struct conn *c, const char *name);
-void	conn_http_first(struct conn *c);
-struct http_head;
-int	conn_peek_feed(struct conn *c, const struct http_head **h,
-	    const char **reason);
-void	conn_http_init_relay(struct conn *c);
-void	conn_http_read(struct conn *c);
-void	conn_http_allowed(struct conn *c);
-void	conn_http_audit(struct conn *c, const char *action,
-	    const char *reason, const char *rule);
-void	conn_proxy_read_head(struct conn *c);
-void	conn_proxy_resolved(struct conn *c, int err,
-	    const struct resolve_answer *ans);
+void	conn_audit_durable(struct conn *c, uint64_t durable, int failed);
 
 #endif

@@ -13,21 +13,23 @@
 
 #include <jansson.h>
 
-#include "audit/audit.h"
-#include "conf/config.h"
-#include "conn/conn.h"
-#include "parse/httphead.h"
 #include "util/log.h"
-#include "conn/relay.h"
+#include "parse/httphead.h"
+#include "parse/httpwrite.h"
+#include "conf/config.h"
+#include "audit/audit.h"
+#include "loop/loop.h"
 #include "loop/state.h"
-#include "daemon/worker.h"
+#include "conn/conn.h"
+#include "conn/conn_int.h"
+#include "conn/relay.h"
 
 #define HBUF_SLACK	(64 * 1024)	/* body bytes held beyond a head's limit */
 
 static size_t
 hbuf_cap(const struct conn *c)
 {
-	return worker_config(c->w)->limits.header_bytes + HBUF_SLACK;
+	return c->l->cfg->limits.header_bytes + HBUF_SLACK;
 }
 
 /*
@@ -89,7 +91,7 @@ int
 conn_peek_feed(struct conn *c, const struct http_head **h,
     const char **reason)
 {
-	const struct config *cfg = worker_config(c->w);
+	const struct config *cfg = c->l->cfg;
 	size_t used = 0;
 	enum http_ev ev;
 
@@ -109,7 +111,7 @@ conn_peek_feed(struct conn *c, const struct http_head **h,
 void
 conn_http_first(struct conn *c)
 {
-	const struct config *cfg = worker_config(c->w);
+	const struct config *cfg = c->l->cfg;
 	const struct http_head *h = NULL;
 	const char *reason = NULL;
 	int ev;
@@ -239,7 +241,7 @@ conn_http_audit(struct conn *c, const char *action, const char *reason,
 
 	if (h == NULL)
 		return;
-	mtable_add(&c->w->metrics.requests, rule != NULL ? rule : "(none)",
+	mtable_add(&c->l->metrics.requests, rule != NULL ? rule : "(none)",
 	    action);
 	log_escape(h->target, h->target_len, target, sizeof(target));
 	rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s?, s:i}",
@@ -248,7 +250,7 @@ conn_http_audit(struct conn *c, const char *action, const char *reason,
 	    "method", h->method, "host", c->name, "target", target,
 	    "action", action, "reason", reason, "rule", rule,
 	    "n", (int)c->nrequests);
-	audit_write(worker_audit(c->w), "request", rec);
+	audit_write(c->l->audit, "request", rec);
 }
 
 /* Runs the request loop once; decisions made inside it do not recurse. */

@@ -11,14 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf/config.h"
-#include "conn/conn.h"
-#include "parse/httphead.h"
 #include "util/log.h"
+#include "parse/httphead.h"
+#include "conf/config.h"
 #include "conf/policy.h"
-#include "conn/relay.h"
+#include "loop/loop.h"
 #include "loop/state.h"
-#include "daemon/worker.h"
+#include "conn/conn.h"
+#include "conn/conn_int.h"
+#include "conn/relay.h"
 
 static const char connect_ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
@@ -70,7 +71,7 @@ destination_known(struct conn *c)
 		relay_flush(&c->down);
 		/* The client waited for the 200; now its tunnel bytes come. */
 		half_want_read(&c->down, 1);
-		conn_arm_timer(c, worker_config(c->w)->timeouts.first_byte);
+		conn_arm_timer(c, c->l->cfg->timeouts.first_byte);
 		if (c->peeklen > 0)
 			conn_step(c);
 		return;
@@ -177,7 +178,7 @@ proxy_head(struct conn *c, const struct http_head *h)
 void
 conn_proxy_read_head(struct conn *c)
 {
-	const struct config *cfg = worker_config(c->w);
+	const struct config *cfg = c->l->cfg;
 	const struct http_head *h = NULL;
 	const char *reason = NULL;
 	int r;

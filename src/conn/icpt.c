@@ -30,43 +30,35 @@
 #include <openssl/ssl.h>
 #include <sodium.h>
 
-#include "audit/audit.h"
-#include "keys/ca.h"
-#include "conf/config.h"
-#include "conn/conn.h"
-#include "daemon/daemon.h"
-#include "conn/deny.h"
-#include "parse/httphead.h"
-#include "parse/httpresp.h"
-#include "conn/icpt.h"
-#include "conn/icpt_int.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/redact.h"
-#include "loop/resolve.h"
+#include "parse/httphead.h"
+#include "parse/httpresp.h"
+#include "conf/config.h"
+#include "keys/ca.h"
 #include "keys/secrets.h"
-#include "loop/state.h"
 #include "keys/tlsterm.h"
+#include "audit/audit.h"
+#include "loop/loop.h"
+#include "loop/resolve.h"
+#include "loop/state.h"
 #include "loop/upool.h"
-#include "daemon/worker.h"
+#include "conn/conn.h"
+#include "conn/conn_int.h"
+#include "conn/deny.h"
+#include "conn/icpt.h"
+#include "conn/icpt_int.h"
 
 #define ICPT_LEAF_VALIDITY	86400u
 #define ICPT_LEAVES		256	/* cached leaves a sandbox */
 #define ICPT_TICKET_ROTATE	3600u
 
-uint64_t
-icpt_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void
 icpt_touch(struct icpt *ic)
 {
-	ic->c->last_active = icpt_now_ms();
+	ic->c->last_active = mono_ms();
 }
 
 /* ---- audit ---------------------------------------------------------- */
@@ -95,7 +87,7 @@ icpt_audit_request(struct icpt *ic, struct icpt_req *r)
 	struct conn *c = ic->c;
 	json_t *rec;
 
-	mtable_add(&c->w->metrics.requests, r->rule[0] ? r->rule : "(none)",
+	mtable_add(&c->l->metrics.requests, r->rule[0] ? r->rule : "(none)",
 	    r->action);
 	if (r->rid[0] != '\0') {
 		/* Its request record went before it (injected, forwarded). */
@@ -107,10 +99,10 @@ icpt_audit_request(struct icpt *ic, struct icpt_req *r)
 		    "rule", r->rule, "status", r->status,
 		    "bytes_up", (json_int_t)r->bytes_up,
 		    "bytes_down", (json_int_t)r->bytes_down,
-		    "duration_ms", (json_int_t)(icpt_now_ms() - r->start_ms),
+		    "duration_ms", (json_int_t)(mono_ms() - r->start_ms),
 		    "redacted", (json_int_t)(r->redacted_head +
 		    r->redacted_body));
-		audit_write(worker_audit(c->w), "response", rec);
+		audit_write(c->l->audit, "response", rec);
 		icpt_req_release(r);
 		return;
 	}
@@ -123,9 +115,9 @@ icpt_audit_request(struct icpt *ic, struct icpt_req *r)
 	    "rule", r->rule[0] ? r->rule : NULL, "status", r->status,
 	    "bytes_up", (json_int_t)r->bytes_up,
 	    "bytes_down", (json_int_t)r->bytes_down,
-	    "duration_ms", (json_int_t)(icpt_now_ms() - r->start_ms),
+	    "duration_ms", (json_int_t)(mono_ms() - r->start_ms),
 	    "intercepted", 1);
-	audit_write(worker_audit(c->w), "request", rec);
+	audit_write(c->l->audit, "request", rec);
 }
 
 /* ---- the sandbox side ----------------------------------------------- */
@@ -284,7 +276,7 @@ down_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct icpt *ic = arg;
 	struct conn *c = ic->c;
-	const struct config *cfg = worker_config(c->w);
+	const struct config *cfg = c->l->cfg;
 
 	if (ic->starting) {
 		ic->start_events |= what;	/* icpt_start handles them */
@@ -360,7 +352,7 @@ start_tls(struct icpt *ic)
 
 	if (c->sb->id == NULL || (r = sandbox_tls(c->counter, &lc, &ca)) != 0)
 		return SL_ERR_DENIED;
-	r = tlsterm_ssl_new(c->w->d->tls_down, lc, c->name, mint_leaf,
+	r = tlsterm_ssl_new(c->l->tls_down, lc, c->name, mint_leaf,
 	    c->counter, ca, &ssl);
 	X509_free(ca);
 	if (r != 0) {
@@ -368,7 +360,7 @@ start_tls(struct icpt *ic)
 		    c->name, err_str(r));
 		return r;
 	}
-	ic->down = bufferevent_openssl_filter_new(c->w->base, ic->under, ssl,
+	ic->down = bufferevent_openssl_filter_new(c->l->base, ic->under, ssl,
 	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
 	if (ic->down == NULL) {
 		SSL_free(ssl);
@@ -391,7 +383,7 @@ start_tls(struct icpt *ic)
 void
 icpt_start(struct conn *c)
 {
-	const struct config *cfg = worker_config(c->w);
+	const struct config *cfg = c->l->cfg;
 	int tls = c->proto == SNIFF_TLS, r;
 	struct icpt *ic;
 
@@ -402,14 +394,14 @@ icpt_start(struct conn *c)
 	if ((ic = calloc(1, sizeof(*ic))) == NULL ||
 	    (ic->reqs = http_reqs_new(cfg->limits.header_bytes)) == NULL ||
 	    (ic->resps = http_resps_new(cfg->limits.header_bytes)) == NULL ||
-	    (ic->finish = event_new(c->w->base, -1, 0, finish_cb, ic)) == NULL ||
+	    (ic->finish = event_new(c->l->base, -1, 0, finish_cb, ic)) == NULL ||
 	    (ic->held = evbuffer_new()) == NULL) {
 		icpt_free(ic);
 		conn_close(c, "out-of-memory");
 		return;
 	}
 	ic->c = c;
-	ic->under = bufferevent_socket_new(c->w->base, c->down.fd,
+	ic->under = bufferevent_socket_new(c->l->base, c->down.fd,
 	    BEV_OPT_CLOSE_ON_FREE);
 	/*
 	 * The bytes we read are put back in front of the socket's (a
@@ -479,11 +471,10 @@ icpt_close(struct icpt *ic)
 		return;
 	/* Answers never completed still get their record. */
 	while (ic->qn > 0) {
-		ic->q[ic->qhead].action = "incomplete";
-		ic->q[ic->qhead].reason = "connection-closed";
-		icpt_audit_request(ic, &ic->q[ic->qhead]);
-		ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
-		ic->qn--;
+		icpt_q_head(ic)->action = "incomplete";
+		icpt_q_head(ic)->reason = "connection-closed";
+		icpt_audit_request(ic, icpt_q_head(ic));
+		icpt_q_pop(ic);
 	}
 	if (ic->up != NULL && ic->up_state == UP_READY &&
 	    ic->phase == IC_REQUESTS && !ic->resp_close &&
@@ -491,7 +482,7 @@ icpt_close(struct icpt *ic)
 	    evbuffer_get_length(bufferevent_get_input(ic->up)) == 0 &&
 	    evbuffer_get_length(bufferevent_get_output(ic->up)) == 0) {
 		/* Between requests: the next connection of this sandbox takes it. */
-		upool_put(ic->c->w->upool, ic->up, ic->c->counter, ic->up_host,
+		upool_put(ic->c->l->upool, ic->up, ic->c->counter, ic->up_host,
 		    (uint16_t)ic->up_port, ic->up_ca);
 		ic->up = NULL;
 	}
@@ -567,7 +558,7 @@ icpt_bytes(const struct icpt *ic, uint64_t *from_sandbox,
 void
 icpt_timer(struct conn *c)
 {
-	const struct config *cfg = worker_config(c->w);
+	const struct config *cfg = c->l->cfg;
 	struct icpt *ic = c->icpt;
 	uint64_t idle;
 
@@ -575,7 +566,7 @@ icpt_timer(struct conn *c)
 		conn_close(c, "handshake-timeout");
 		return;
 	}
-	idle = icpt_now_ms() - c->last_active;
+	idle = mono_ms() - c->last_active;
 	if (idle >= cfg->timeouts.idle) {
 		conn_close(c, "idle-timeout");
 		return;

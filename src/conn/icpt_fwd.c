@@ -31,23 +31,23 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "audit/audit.h"
-#include "conf/config.h"
-#include "conn/conn.h"
-#include "daemon/daemon.h"
-#include "parse/httpfwd.h"
-#include "parse/httphead.h"
-#include "parse/httpresp.h"
-#include "conn/icpt_int.h"
-#include "keys/idkeys.h"
-#include "keys/jwt.h"
 #include "util/keyfile.h"
 #include "util/log.h"
 #include "util/metrics.h"
-#include "conf/policy.h"
 #include "util/redact.h"
+#include "parse/httphead.h"
+#include "parse/httpresp.h"
+#include "parse/httpwrite.h"
+#include "conf/config.h"
+#include "conf/policy.h"
+#include "keys/idkeys.h"
+#include "keys/jwt.h"
+#include "audit/audit.h"
+#include "loop/loop.h"
 #include "loop/state.h"
-#include "daemon/worker.h"
+#include "conn/conn.h"
+#include "conn/conn_int.h"
+#include "conn/icpt_int.h"
 
 #define FWD_BODY_MAX	(1u << 20)	/* a body hashed into the token */
 #define FWD_HEAD_MAX	(64u * 1024)
@@ -101,7 +101,7 @@ icpt_fwd_check(struct icpt *ic, const struct http_head *h,
 {
 	struct conn *c = ic->c;
 
-	if (c->w->st->idkeys == NULL || worker_config(c->w)->issuer == NULL) {
+	if (c->l->st->idkeys == NULL || c->l->cfg->issuer == NULL) {
 		icpt_refuse(ic, 403, "denied", "forwarding-off", "sluice: this "
 		    "gateway signs no identity tokens (signing_key, issuer)",
 		    ka_close);
@@ -166,8 +166,8 @@ sign_and_audit(struct icpt *ic, struct icpt_req *q, const char *aud,
     size_t toklen, long *tlen)
 {
 	struct conn *c = ic->c;
-	const struct config *cfg = worker_config(c->w);
-	struct audit *a = worker_audit(c->w);
+	const struct config *cfg = c->l->cfg;
+	struct audit *a = c->l->audit;
 	struct jwt_claims cl;
 	uint64_t ticket;
 	json_t *rec;
@@ -183,15 +183,15 @@ sign_and_audit(struct icpt *ic, struct icpt_req *q, const char *aud,
 	cl.body_sha256 = body_sha256;
 	cl.now = time(NULL);
 	cl.ttl = cfg->token_ttl_ms < 1000 ? 1 : cfg->token_ttl_ms / 1000;
-	if ((*tlen = jwt_sign(c->w->st->idkeys->sign, &cl, tok, toklen,
+	if ((*tlen = jwt_sign(c->l->st->idkeys->sign, &cl, tok, toklen,
 	    q->jti)) < 0 || (q->tok = tok_forms(tok, (size_t)*tlen)) == NULL) {
 		log_warnx("icpt", "%s: cannot sign an identity token: %s",
 		    c->name, err_str((int)*tlen));
 		return -1;
 	}
 	snprintf(q->rid, sizeof(q->rid), "%llx-%u-%llu",
-	    (unsigned long long)c->w->d->started, c->w->idx,
-	    (unsigned long long)++c->w->rid_next);
+	    (unsigned long long)c->l->started, c->l->idx,
+	    (unsigned long long)++c->l->rid_next);
 	rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s,"
 	    " s:s, s:s, s:s, s:b, s:b}",
 	    "sandbox", c->sb->id, "policy", c->policy_name,
@@ -331,7 +331,7 @@ int
 icpt_fwd_finish(struct icpt *ic)
 {
 	struct icpt_fwd *f = ic->fwd;
-	struct icpt_req *q = &ic->q[(ic->qhead + ic->qn - 1) % ICPT_MAX_PENDING];
+	struct icpt_req *q = icpt_q_tail(ic);
 	uint8_t md[crypto_hash_sha256_BYTES];
 	char b64[64], tok[JWT_MAX];
 	long tlen = 0;

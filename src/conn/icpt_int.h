@@ -116,10 +116,39 @@ struct icpt {
 	struct icpt_fwd	*fwd;		/* a forwarded body being hashed */
 };
 
+/* The request queue: sent, not yet answered, oldest first. */
+
+/* The oldest request in the queue (qn > 0). */
+static inline struct icpt_req *
+icpt_q_head(struct icpt *ic)
+{
+	return &ic->q[ic->qhead];
+}
+
+/* The newest request in the queue (qn > 0). */
+static inline struct icpt_req *
+icpt_q_tail(struct icpt *ic)
+{
+	return &ic->q[(ic->qhead + ic->qn - 1) % ICPT_MAX_PENDING];
+}
+
+/* The slot after the newest (qn < ICPT_MAX_PENDING). */
+static inline struct icpt_req *
+icpt_q_next(struct icpt *ic)
+{
+	return &ic->q[(ic->qhead + ic->qn) % ICPT_MAX_PENDING];
+}
+
+/* Drops the oldest request (qn > 0); its record was written. */
+static inline void
+icpt_q_pop(struct icpt *ic)
+{
+	ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
+	ic->qn--;
+}
+
 /* icpt.c: the connection's life and the sandbox's side. */
 
-/* A coarse monotonic clock, in milliseconds. */
-uint64_t icpt_now_ms(void);
 /* Something happened: the connection is not idle. */
 void	icpt_touch(struct icpt *ic);
 /*

@@ -23,19 +23,20 @@
 #include <event2/bufferevent.h>
 #include <jansson.h>
 
-#include "audit/audit.h"
-#include "conn/conn.h"
-#include "parse/httphead.h"
-#include "parse/httphead_int.h"
-#include "parse/httppath.h"
-#include "parse/httpresp.h"
-#include "conn/icpt_int.h"
+#include "util/ascii.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/redact.h"
+#include "parse/httphead.h"
+#include "parse/httppath.h"
+#include "parse/httpresp.h"
 #include "keys/secrets.h"
+#include "audit/audit.h"
+#include "loop/loop.h"
 #include "loop/state.h"
-#include "daemon/worker.h"
+#include "conn/conn.h"
+#include "conn/conn_int.h"
+#include "conn/icpt_int.h"
 
 enum { D_SIZE, D_EXT, D_SIZE_LF, D_DATA, D_DATA_CR, D_DATA_LF, D_DONE };
 
@@ -296,13 +297,13 @@ icpt_redact_end(struct icpt *ic, struct icpt_req *r)
 	if (r->redacted_head + r->redacted_body == 0)
 		return rc;
 	if (r->redacted_head > 0)
-		mtable_add(&c->w->metrics.redactions, r->rule, "head");
+		mtable_add(&c->l->metrics.redactions, r->rule, "head");
 	if (r->redacted_body > 0)
-		mtable_add(&c->w->metrics.redactions, r->rule, "body");
+		mtable_add(&c->l->metrics.redactions, r->rule, "body");
 	log_info("icpt", "%s: a secret came back in the answer to %s; "
 	    "redacted %llu time(s)", c->name, r->rid,
 	    (unsigned long long)(r->redacted_head + r->redacted_body));
-	audit_write(worker_audit(c->w), "secret_reflected", json_pack("{s:s?,"
+	audit_write(c->l->audit, "secret_reflected", json_pack("{s:s?,"
 	    " s:s, s:I, s:s, s:s, s:s, s:o, s:I, s:I}", "sandbox", c->sb ?
 	    c->sb->id : NULL, "policy", c->policy_name,
 	    "revision", (json_int_t)c->policy_rev, "rid", r->rid,

@@ -17,21 +17,22 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "conn/conn.h"
-#include "parse/httpfwd.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/metrics.h"
 #include "parse/httphead.h"
 #include "parse/httppath.h"
 #include "parse/httpresp.h"
-#include "conn/icpt_int.h"
-#include "util/log.h"
-#include "audit/audit.h"
-#include "daemon/daemon.h"
-#include "keys/inject.h"
-#include "util/metrics.h"
+#include "parse/httpwrite.h"
 #include "conf/policy.h"
+#include "keys/inject.h"
 #include "keys/secrets.h"
+#include "audit/audit.h"
+#include "loop/loop.h"
 #include "loop/state.h"
-#include "daemon/worker.h"
+#include "conn/conn.h"
+#include "conn/conn_int.h"
+#include "conn/icpt_int.h"
 
 #define ICPT_HEAD_MAX		(64u * 1024)	/* a re-serialised request head */
 #define ICPT_PATH_MAX		(HTTP_MAX_TARGET + 1)	/* a normalised path always fits */
@@ -51,18 +52,18 @@ inject_prepare(struct icpt *ic, const struct intercept_rule *rule,
 	char detail[192];
 	char *buf;
 
-	if (c->w->d->secrets == NULL) {
+	if (c->l->secrets == NULL) {
 		icpt_refuse(ic, 403, "denied", "secrets-off", "sluice: this "
 		    "gateway has no secret store (gateway_key, secret_dir)",
 		    ka_close);
 		return -1;
 	}
-	if ((buf = worker_scratch(c->w)) == NULL) {
+	if ((buf = loop_scratch(c->l)) == NULL) {
 		icpt_refuse(ic, 503, "unavailable", "secret-unavailable",
 		    "sluice: out of guarded memory", 1);
 		return -1;
 	}
-	switch (inject_render(rule, c->w->st->secrets, c->name, buf,
+	switch (inject_render(rule, c->l->st->secrets, c->name, buf,
 	    INJECT_BUF, wipe, inj)) {
 	case INJECT_OK:
 		return 0;
@@ -109,7 +110,7 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 	icpt_req_release(&ic->cur);
 	memset(&ic->cur, 0, sizeof(ic->cur));
 	snprintf(ic->cur.method, sizeof(ic->cur.method), "%s", h->method);
-	ic->cur.start_ms = icpt_now_ms();
+	ic->cur.start_ms = mono_ms();
 	log_escape(t, tlen, ic->cur.path, sizeof(ic->cur.path));
 	/* Every identity the request carries must be the TLS connection's. */
 	if (!h->has_host || h->host_is_ip || strcmp(h->host, c->name) != 0 ||
@@ -201,14 +202,14 @@ static int
 audit_injected(struct icpt *ic, const struct inject *inj)
 {
 	struct conn *c = ic->c;
-	struct audit *a = worker_audit(c->w);
+	struct audit *a = c->l->audit;
 	json_t *rec, *arr;
 	uint64_t ticket;
 	size_t i;
 
 	snprintf(ic->cur.rid, sizeof(ic->cur.rid), "%llx-%u-%llu",
-	    (unsigned long long)c->w->d->started, c->w->idx,
-	    (unsigned long long)++c->w->rid_next);
+	    (unsigned long long)c->l->started, c->l->idx,
+	    (unsigned long long)++c->l->rid_next);
 	if ((arr = json_array()) == NULL)
 		return -1;
 	for (i = 0; i < inj->nused; i++)
@@ -228,7 +229,7 @@ audit_injected(struct icpt *ic, const struct inject *inj)
 		return -1;
 	}
 	for (i = 0; i < inj->nused; i++)
-		mtable_add(&c->w->metrics.injections, inj->used[i]->name, "");
+		mtable_add(&c->l->metrics.injections, inj->used[i]->name, "");
 	if (audit_durable(a) < ticket)
 		ic->audit_wait = ticket;
 	return 0;
@@ -324,7 +325,7 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 		conn_close(ic->c, "internal");
 		return NULL;
 	}
-	q = &ic->q[(ic->qhead + ic->qn) % ICPT_MAX_PENDING];
+	q = icpt_q_next(ic);
 	*q = ic->cur;
 	ic->qn++;
 	ic->cur.nsecrets = 0;	/* the queue holds them now */
@@ -403,7 +404,7 @@ take_head(struct icpt *ic, const struct http_head *h)
 {
 	const struct intercept_rule *rule;
 	struct conn *c = ic->c;		/* outlives ic when it closes */
-	struct worker *w = c->w;
+	struct loop *l = c->l;
 	struct inject inj;
 	size_t wipe = 0;
 	char target[2 * ICPT_PATH_MAX];	/* path, '?', query */
@@ -417,7 +418,7 @@ take_head(struct icpt *ic, const struct http_head *h)
 		ok = rule != NULL && forward_head(ic, h, rule, target,
 		    rule->action == ICPT_INJECT ? &inj : NULL) == 0;
 	if (wipe > 0)
-		sodium_memzero(worker_scratch(w), wipe);
+		sodium_memzero(loop_scratch(l), wipe);
 	inject_release(&inj);	/* what forward_head did not take */
 	if (c->state == CS_CLOSED)
 		return;			/* ic is gone */
@@ -457,8 +458,7 @@ icpt_pump_requests(struct icpt *ic)
 			ic->from_sandbox += used;
 			if (ic->body == BODY_FORWARD && ic->up != NULL) {
 				if (ic->qn > 0)
-					ic->q[(ic->qhead + ic->qn - 1) %
-					    ICPT_MAX_PENDING].bytes_up += used;
+					icpt_q_tail(ic)->bytes_up += used;
 				if (ic->fwd != NULL) {
 					/* The token waits for the body's hash. */
 					if (icpt_fwd_body(ic, data, used) != 0)
@@ -513,18 +513,17 @@ icpt_pump_requests(struct icpt *ic)
 				 * Upstream holds a cut request: it is never to be
 				 * answered to the client, nor the connection kept.
 				 */
-				struct icpt_req *bad = &ic->q[(ic->qhead +
-				    ic->qn - 1) % ICPT_MAX_PENDING];
+				struct icpt_req *bad = icpt_q_tail(ic);
 
 				bad->action = "incomplete";
 				bad->reason = "client-malformed";
 				icpt_audit_request(ic, bad);
-				ic->qn--;
+				ic->qn--;	/* the newest goes */
 				ic->resp_close = 1;
 			}
 			ic->body = BODY_NONE;
 			memset(&ic->cur, 0, sizeof(ic->cur));
-			ic->cur.start_ms = icpt_now_ms();
+			ic->cur.start_ms = mono_ms();
 			snprintf(ic->cur.method, sizeof(ic->cur.method), "-");
 			icpt_refuse(ic, 400, "refused", strcmp(why ? why : "",
 			    "header too large") == 0 ? "header-too-large" :

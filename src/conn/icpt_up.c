@@ -19,19 +19,19 @@
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
-#include "conf/config.h"
-#include "conn/conn.h"
-#include "daemon/daemon.h"
-#include "conn/deny.h"
+#include "util/log.h"
 #include "parse/httphead.h"
 #include "parse/httpresp.h"
-#include "conn/icpt_int.h"
-#include "util/log.h"
+#include "conf/config.h"
 #include "conf/policy.h"
-#include "loop/resolve.h"
 #include "keys/tlsup.h"
+#include "loop/loop.h"
+#include "loop/resolve.h"
 #include "loop/upool.h"
-#include "daemon/worker.h"
+#include "conn/conn.h"
+#include "conn/conn_int.h"
+#include "conn/deny.h"
+#include "conn/icpt_int.h"
 
 /* ---- the upstream side ---------------------------------------------- */
 
@@ -119,7 +119,7 @@ icpt_up_discard(struct icpt *ic)
 		bufferevent_setcb(ic->up, NULL, NULL, NULL, NULL);
 		bufferevent_disable(ic->up, EV_READ | EV_WRITE);
 		/* Next turn: a caller on the stack may still hold its buffers. */
-		if (event_base_once(ic->c->w->base, -1, EV_TIMEOUT, bev_free_cb,
+		if (event_base_once(ic->c->l->base, -1, EV_TIMEOUT, bev_free_cb,
 		    ic->up, NULL) != 0)
 			bufferevent_free(ic->up);
 	}
@@ -142,15 +142,14 @@ icpt_up_failed(struct icpt *ic, int status, const char *reason,
 	/* Nothing more is read from it, nor pumped to the sandbox. */
 	icpt_up_discard(ic);
 	if (ic->qn > 0) {
-		struct icpt_req *r = &ic->q[ic->qhead];
+		struct icpt_req *r = icpt_q_head(ic);
 
 		r->status = status;
 		r->action = "error";
 		r->reason = reason;
 		icpt_audit_request(ic, r);
 		rule = NULL;
-		ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
-		ic->qn--;
+		icpt_q_pop(ic);
 	}
 	snprintf(msg, sizeof(msg), "sluice: the upstream could not be reached "
 	    "safely%s%s", detail ? ": " : "", detail ? detail : "");
@@ -205,8 +204,7 @@ int
 icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 {
 	struct conn *c = ic->c;
-	struct daemon *d = c->w->d;
-	const struct config *cfg = worker_config(c->w);
+	const struct config *cfg = c->l->cfg;
 	struct timeval tv = { cfg->timeouts.connect / 1000,
 	    (cfg->timeouts.connect % 1000) * 1000 };
 	struct timeval idle = { cfg->timeouts.idle / 1000,
@@ -228,7 +226,7 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 	snprintf(ic->up_ca, sizeof(ic->up_ca), "%s", rule->upstream_ca ?
 	    rule->upstream_ca : "");
 	/* An idle connection this sandbox verified for this host will do. */
-	if ((ic->up = upool_get(c->w->upool, c->counter, ic->up_host,
+	if ((ic->up = upool_get(c->l->upool, c->counter, ic->up_host,
 	    (uint16_t)ic->up_port, ic->up_ca)) != NULL) {
 		bufferevent_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb,
 		    ic);
@@ -243,7 +241,7 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 		}
 		return 0;
 	}
-	if (tlsup_ctx(d->tls_up, rule->upstream_ca, &ctx, err, sizeof(err)) != 0) {
+	if (tlsup_ctx(c->l->tls_up, rule->upstream_ca, &ctx, err, sizeof(err)) != 0) {
 		log_warnx("icpt", "%s", err);
 		icpt_up_failed(ic, 502, "upstream-ca-unavailable", NULL);
 		return -1;
@@ -252,7 +250,7 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 		icpt_up_failed(ic, 502, "upstream-tls-error", NULL);
 		return -1;
 	}
-	ic->up = bufferevent_openssl_socket_new(c->w->base, -1, ssl,
+	ic->up = bufferevent_openssl_socket_new(c->l->base, -1, ssl,
 	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
 	if (ic->up == NULL) {
 		SSL_free(ssl);
@@ -266,7 +264,7 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 	if (!fwd)
 		return up_connect(ic, &c->updst, c->upport);
 	/* The proxy: by name, through the worker's resolver. */
-	r = resolve_name(c->w->res, ic->up_host, 0, &ans, proxy_resolved_cb,
+	r = resolve_name(c->l->res, ic->up_host, 0, &ans, proxy_resolved_cb,
 	    ic, &ic->resolving);
 	if (r == 0) {
 		if (ans.n == 0) {
@@ -292,7 +290,7 @@ icpt_up_drop(struct icpt *ic)
 	    http_resps_pending(ic->resps) == 0 &&
 	    evbuffer_get_length(bufferevent_get_input(ic->up)) == 0 &&
 	    evbuffer_get_length(bufferevent_get_output(ic->up)) == 0) {
-		upool_put(ic->c->w->upool, ic->up, ic->c->counter, ic->up_host,
+		upool_put(ic->c->l->upool, ic->up, ic->c->counter, ic->up_host,
 		    (uint16_t)ic->up_port, ic->up_ca);
 		ic->up = NULL;
 	}
@@ -307,7 +305,7 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct icpt *ic = arg;
 	struct conn *c = ic->c;
-	const struct config *cfg = worker_config(c->w);
+	const struct config *cfg = c->l->cfg;
 	struct timeval idle = { cfg->timeouts.idle / 1000,
 	    (cfg->timeouts.idle % 1000) * 1000 };
 	const struct http_resp_head *rh;
@@ -361,13 +359,12 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;		/* closed, or failed and dropped, meanwhile */
 	if (http_resps_finish(ic->resps, &rh, &why) == HTTP_RESP_END &&
 	    ic->qn > 0) {
-		struct icpt_req *r = &ic->q[ic->qhead];
+		struct icpt_req *r = icpt_q_head(ic);
 
 		if (icpt_req_redacts(r) && icpt_redact_end(ic, r) != 0)
 			return;
 		icpt_audit_request(ic, r);
-		ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
-		ic->qn--;
+		icpt_q_pop(ic);
 	}
 	bufferevent_free(ic->up);
 	ic->up = NULL;
@@ -492,7 +489,7 @@ icpt_pump_responses(struct icpt *ic)
 		ev = http_resps_feed(ic->resps, data, len, &used, &rh, &why);
 		ic->resp_open = ev == HTTP_RESP_HEAD || (ev == HTTP_RESP_NEED_MORE &&
 		    ic->resp_open);
-		r = ic->qn > 0 ? &ic->q[ic->qhead] : NULL;
+		r = ic->qn > 0 ? icpt_q_head(ic) : NULL;
 		switch (ev) {
 		case HTTP_RESP_NEED_MORE:	/* body bytes, as they are */
 			ic->from_upstream += used;
@@ -538,8 +535,7 @@ icpt_pump_responses(struct icpt *ic)
 				bufferevent_enable(ic->down, EV_READ);
 			}
 			icpt_audit_request(ic, r);
-			ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
-			ic->qn--;
+			icpt_q_pop(ic);
 			if (ic->refusal != NULL && ic->qn == 0) {
 				icpt_release_refusal(ic);	/* it was waiting for this */
 				if (c->state == CS_CLOSED || ic->closing)
@@ -563,8 +559,7 @@ icpt_pump_responses(struct icpt *ic)
 			}
 			if (r != NULL) {
 				icpt_audit_request(ic, r);
-				ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
-				ic->qn--;
+				icpt_q_pop(ic);
 			}
 			ic->phase = IC_TUNNEL;
 			bufferevent_enable(ic->down, EV_READ);

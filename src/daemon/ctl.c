@@ -25,15 +25,15 @@
 #include <jansson.h>
 #include <llhttp.h>
 
-#include "audit/audit.h"
+#include "util/log.h"
+#include "util/metrics.h"
 #include "conf/config.h"
+#include "keys/idkeys.h"
+#include "audit/audit.h"
+#include "loop/state.h"
 #include "daemon/ctl.h"
 #include "daemon/ctl_int.h"
 #include "daemon/daemon.h"
-#include "util/log.h"
-#include "keys/idkeys.h"
-#include "util/metrics.h"
-#include "loop/state.h"
 
 #define CTL_MAX_CONNS	64
 #define CTL_IDLE_S	30
@@ -78,9 +78,9 @@ struct ctl {
 	unsigned long long by_status[600];
 };
 
-static void conn_read_cb(struct bufferevent *, void *);
-static void conn_event_cb(struct bufferevent *, short, void *);
-static void conn_refuse(struct ctl_conn *, int, const char *);
+static void client_read_cb(struct bufferevent *, void *);
+static void client_event_cb(struct bufferevent *, short, void *);
+static void client_refuse(struct ctl_conn *, int, const char *);
 
 /* ---- answers -------------------------------------------------------- */
 
@@ -195,7 +195,7 @@ ctl_audit(struct daemon *d, const char *type, uid_t uid, json_t *rec)
 /* ---- connections ---------------------------------------------------- */
 
 static void
-conn_free(struct ctl_conn *cc)
+client_free(struct ctl_conn *cc)
 {
 	struct ctl *ctl = cc->ctl;
 
@@ -238,12 +238,12 @@ linger_read_cb(struct bufferevent *bev, void *arg)
 	cc->discarded += evbuffer_get_length(in);
 	evbuffer_drain(in, evbuffer_get_length(in));
 	if (cc->discarded > CTL_LINGER_MAX)
-		conn_free(cc);
+		client_free(cc);
 }
 
 /* Sends cc->resp; then reads the next request, or closes. */
 static void
-conn_send(struct ctl_conn *cc)
+client_send(struct ctl_conn *cc)
 {
 	struct evbuffer *out = bufferevent_get_output(cc->bev);
 	struct ctl_resp *r = &cc->resp;
@@ -270,7 +270,7 @@ conn_send(struct ctl_conn *cc)
 	if (!cc->keep_alive) {
 		cc->closing = 1;
 		bufferevent_setcb(cc->bev, linger_read_cb, drained_cb,
-		    conn_event_cb, cc);
+		    client_event_cb, cc);
 		bufferevent_enable(cc->bev, EV_READ);
 		return;
 	}
@@ -292,7 +292,7 @@ answer_status(struct daemon *d, struct ctl_resp *r)
 	    "workers", (json_int_t)d->nworkers,
 	    "sandboxes", (json_int_t)d->state->nsandboxes,
 	    "policies", (json_int_t)d->state->npolicies,
-	    "connections", (json_int_t)metrics_open_conns(d->state),
+	    "connections", (json_int_t)ctl_open_conns(d->state),
 	    "uptime_s", (json_int_t)(time(NULL) - d->started),
 	    "audit_path", as.path,
 	    "audit", "path", as.path, "seq", (json_int_t)as.seq,
@@ -329,7 +329,7 @@ answer_metrics(struct daemon *d, struct ctl_resp *r)
 	struct evbuffer *b = evbuffer_new();
 	size_t len;
 
-	if (b == NULL || metrics_render(d, b) != 0 ||
+	if (b == NULL || ctl_metrics_render(d, b) != 0 ||
 	    (len = evbuffer_get_length(b)) == 0 ||
 	    (r->body = malloc(len)) == NULL) {
 		evbuffer_free(b);
@@ -442,13 +442,13 @@ route(struct ctl_conn *cc, const struct ctl_req *q, struct ctl_resp *r)
 }
 
 static void
-conn_handle(struct ctl_conn *cc)
+client_handle(struct ctl_conn *cc)
 {
 	struct ctl_req q;
 	char *qm;
 
 	if (cc->refused) {
-		conn_refuse(cc, 403, "not allowed: the peer must be root or a "
+		client_refuse(cc, 403, "not allowed: the peer must be root or a "
 		    "member of control_group");
 		return;
 	}
@@ -469,16 +469,16 @@ conn_handle(struct ctl_conn *cc)
 		cc->waiting = 1;	/* ctl_applied sends it */
 		return;
 	}
-	conn_send(cc);
+	client_send(cc);
 }
 
 /* An answer that ends the connection (bad framing, too large). */
 static void
-conn_refuse(struct ctl_conn *cc, int status, const char *msg)
+client_refuse(struct ctl_conn *cc, int status, const char *msg)
 {
 	cc->keep_alive = 0;
 	ctl_reply_error(&cc->resp, status, NULL, "%s", msg);
-	conn_send(cc);
+	client_send(cc);
 }
 
 static int
@@ -565,7 +565,7 @@ static const llhttp_settings_t ctl_settings = {
 };
 
 static void
-conn_read_cb(struct bufferevent *bev, void *arg)
+client_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct ctl_conn *cc = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
@@ -586,14 +586,14 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 			used = (size_t)(llhttp_get_error_pos(&cc->parser) - data);
 			evbuffer_drain(in, used);
 			bufferevent_disable(bev, EV_READ);
-			conn_handle(cc);	/* answers, or waits */
+			client_handle(cc);	/* answers, or waits */
 			continue;
 		}
 		evbuffer_drain(in, evbuffer_get_length(in));
 		if (cc->too_big)
-			conn_refuse(cc, 413, "request head or body too large");
+			client_refuse(cc, 413, "request head or body too large");
 		else
-			conn_refuse(cc, 400, "malformed HTTP request");
+			client_refuse(cc, 400, "malformed HTTP request");
 		return;
 	}
 }
@@ -603,7 +603,7 @@ conn_read_cb(struct bufferevent *bev, void *arg)
  * error or the idle timeout ends the connection at once.
  */
 static void
-conn_event_cb(struct bufferevent *bev, short what, void *arg)
+client_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct ctl_conn *cc = arg;
 
@@ -611,12 +611,12 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	    BEV_EVENT_TIMEOUT))) {
 		cc->keep_alive = 0;
 		if (cc->waiting)
-			return;		/* conn_send flushes, then frees */
+			return;		/* client_send flushes, then frees */
 		if (cc->closing && evbuffer_get_length(
 		    bufferevent_get_output(bev)) > 0)
 			return;		/* drained_cb frees */
 	}
-	conn_free(cc);
+	client_free(cc);
 }
 
 /* Root, ourselves and control_group members may talk to us. */
@@ -680,7 +680,7 @@ accept_any(struct ctl *ctl, int fd, int metrics_only, int jwks_only)
 		ctl->nconns++;
 	llhttp_init(&cc->parser, HTTP_REQUEST, &ctl_settings);
 	cc->parser.data = cc;
-	bufferevent_setcb(cc->bev, conn_read_cb, NULL, conn_event_cb, cc);
+	bufferevent_setcb(cc->bev, client_read_cb, NULL, client_event_cb, cc);
 	bufferevent_set_timeouts(cc->bev, &idle, &idle);
 	bufferevent_setwatermark(cc->bev, EV_READ, 0, 64 << 10);
 	if (!allowed) {
@@ -724,25 +724,17 @@ ctl_applied(struct ctl *ctl, uint64_t gen)
 	for (cc = TAILQ_FIRST(&ctl->conns); cc != NULL; cc = next) {
 		next = TAILQ_NEXT(cc, link);
 		if (cc->waiting && cc->resp.wait_gen <= gen) {
-			conn_send(cc);
+			client_send(cc);
 			if (!cc->closing)	/* requests that came meanwhile */
-				conn_read_cb(cc->bev, cc);
+				client_read_cb(cc->bev, cc);
 		}
 	}
 }
 
-void
-ctl_render_metrics(const struct ctl *ctl, struct evbuffer *out)
+unsigned long long
+ctl_requests_by_status(const struct ctl *ctl, int status)
 {
-	int s;
-
-	evbuffer_add_printf(out, "# HELP sluice_control_requests_total control "
-	    "API requests by status\n# TYPE sluice_control_requests_total "
-	    "counter\n");
-	for (s = 100; ctl != NULL && s < 600; s++)
-		if (ctl->by_status[s] != 0)
-			evbuffer_add_printf(out, "sluice_control_requests_total"
-			    "{status=\"%d\"} %llu\n", s, ctl->by_status[s]);
+	return status >= 0 && status < 600 ? ctl->by_status[status] : 0;
 }
 
 /* ---- the sockets ---------------------------------------------------- */
@@ -906,7 +898,7 @@ ctl_free(struct ctl *ctl)
 	if (ctl == NULL)
 		return;
 	while ((cc = TAILQ_FIRST(&ctl->conns)) != NULL)
-		conn_free(cc);
+		client_free(cc);
 	if (ctl->lev != NULL)
 		evconnlistener_free(ctl->lev);
 	if (ctl->mlev != NULL)

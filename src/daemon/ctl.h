@@ -20,7 +20,5 @@ void	ctl_free(struct ctl *ctl);		/* accepts NULL */
 
 /* Every worker runs with generation gen now: answer the requests that waited. */
 void	ctl_applied(struct ctl *ctl, uint64_t gen);
-/* The control API's own counters, for metrics_render. */
-void	ctl_render_metrics(const struct ctl *ctl, struct evbuffer *out);
 
 #endif

@@ -11,7 +11,9 @@
 
 #include "util/err.h"
 
+struct ctl;
 struct daemon;
+struct evbuffer;
 struct state;
 
 #define CTL_BODY_MAX	(4u << 20)	/* POLICY_MAX_BYTES */
@@ -62,6 +64,12 @@ int	ctl_secrets(struct daemon *d, const struct ctl_req *q,
 int	ctl_write_atomic(const char *path, const char *buf, size_t len);
 /* t as "YYYY-MM-DDTHH:MM:SSZ". */
 void	ctl_fmt_time(time_t t, char *buf, size_t len);
+
+/* ctl_metrics.c: the Prometheus page, and connections open now. */
+int	ctl_metrics_render(struct daemon *d, struct evbuffer *out);
+unsigned long long ctl_open_conns(const struct state *st);
+/* Control API requests answered with status so far. */
+unsigned long long ctl_requests_by_status(const struct ctl *ctl, int status);
 
 /* Lifecycle and change records (audit.c), with the peer's uid. */
 void	ctl_audit(struct daemon *d, const char *type, uid_t uid, json_t *rec);

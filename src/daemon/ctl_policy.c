@@ -13,11 +13,12 @@
 #include <unistd.h>
 
 #include "conf/config.h"
-#include "daemon/ctl_int.h"
-#include "daemon/daemon.h"
 #include "conf/policy.h"
 #include "keys/secrets.h"
 #include "loop/state.h"
+#include "daemon/ctl_int.h"
+#include "daemon/daemon.h"
+#include "daemon/publish.h"
 
 static json_t *
 policy_json(const struct state *st, const struct policy *p)
@@ -165,7 +166,7 @@ put_policy(struct daemon *d, const char *name, const struct ctl_req *q,
 		    "changed", path, strerror(errno));
 		goto out;
 	}
-	gen = daemon_publish(d, st);
+	gen = publish_state(d, st);
 	st = NULL;
 	ctl_audit(d, "policy_change", q->uid, json_pack("{s:s, s:I, s:I, s:s,"
 	    " s:I}", "policy", name, "revision", (json_int_t)p->revision,
@@ -216,7 +217,7 @@ reload(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 	struct errlist errs = ERRLIST_INIT, serrs = ERRLIST_INIT;
 	struct state *before = state_ref(d->state);
 
-	if (daemon_reload(d, &errs, &serrs) != 0) {
+	if (publish_reload(d, &errs, &serrs) != 0) {
 		ctl_reply_error(r, 409, &errs, "policies not reloaded: %zu "
 		    "error(s); the policies in force stay", errs.n);
 	} else {

@@ -16,13 +16,14 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include "keys/ca.h"
 #include "conf/config.h"
+#include "conf/policy.h"
+#include "keys/ca.h"
+#include "loop/state.h"
+#include "dns/dnsmem.h"
 #include "daemon/ctl_int.h"
 #include "daemon/daemon.h"
-#include "dns/dnsmem.h"
-#include "conf/policy.h"
-#include "loop/state.h"
+#include "daemon/publish.h"
 
 #define SB_ID_MAX	46	/* it names the CA: see ca.h */
 #define SB_TEXT_MAX	128	/* team, project */
@@ -413,7 +414,7 @@ add_sandbox(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 			goto out;
 		}
 	}
-	gen = daemon_publish(d, st);
+	gen = publish_state(d, st);
 	st = NULL;
 	sb = state_sandbox(d->state, in.id);
 	ctl_audit(d, "sandbox_add", q->uid, json_pack("{s:s, s:s*, s:s*, s:o?,"
@@ -479,7 +480,7 @@ set_policy(struct daemon *d, const char *id, const struct ctl_req *q,
 			goto out;
 		}
 	}
-	gen = daemon_publish(d, st);
+	gen = publish_state(d, st);
 	st = NULL;
 	sb = state_sandbox(d->state, id);
 	ctl_audit(d, "policy_change", q->uid, json_pack("{s:s, s:s, s:I, s:s,"
@@ -525,7 +526,7 @@ delete_sandbox(struct daemon *d, const char *id, const struct ctl_req *q,
 		errlist_free(&errs);
 		return;
 	}
-	gen = daemon_publish(d, st);	/* old is gone from here on */
+	gen = publish_state(d, st);	/* old is gone from here on */
 	/* Its key is wiped now; its connections close as workers take gen. */
 	pthread_mutex_lock(&cnt->ca_mtx);
 	ca_free(cnt->ca);

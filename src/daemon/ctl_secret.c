@@ -13,11 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/ctl_int.h"
-#include "daemon/daemon.h"
 #include "keys/sealed.h"
 #include "keys/secrets.h"
 #include "loop/state.h"
+#include "daemon/ctl_int.h"
+#include "daemon/daemon.h"
+#include "daemon/publish.h"
 
 static json_t *
 secret_json(const struct secret *s)
@@ -94,7 +95,7 @@ put_secret(struct daemon *d, const char *name, const struct ctl_req *q,
 	if (cur != NULL)
 		old = secret_ref((struct secret *)cur);	/* for its record */
 	if (secret_set_with(d->state->secrets, s, &set) != 0 ||
-	    daemon_publish_secrets(d, set, &gen) != 0) {
+	    publish_secrets(d, set, &gen) != 0) {
 		ctl_reply_error(r, 500, NULL, "cannot build the new state");
 		goto out;
 	}
@@ -129,7 +130,7 @@ delete_secret(struct daemon *d, const char *name, const struct ctl_req *q,
 	}
 	keep = secret_ref((struct secret *)cur);	/* for its record */
 	if (secret_set_without(d->state->secrets, name, &set) != 0 ||
-	    daemon_publish_secrets(d, set, &gen) != 0) {
+	    publish_secrets(d, set, &gen) != 0) {
 		ctl_reply_error(r, 500, NULL, "cannot build the new state");
 		secret_unref(keep);
 		return;

@@ -16,18 +16,19 @@
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
-#include "audit/audit.h"
-#include "conf/config.h"
-#include "daemon/ctl.h"
-#include "daemon/daemon.h"
-#include "dns/dnsmem.h"
-#include "keys/idkeys.h"
 #include "util/log.h"
+#include "conf/config.h"
+#include "keys/idkeys.h"
 #include "keys/secrets.h"
 #include "keys/signkey.h"
-#include "loop/state.h"
 #include "keys/tlsterm.h"
 #include "keys/tlsup.h"
+#include "audit/audit.h"
+#include "loop/state.h"
+#include "dns/dnsmem.h"
+#include "daemon/ctl.h"
+#include "daemon/daemon.h"
+#include "daemon/publish.h"
 #include "daemon/worker.h"
 
 /* What the DNS filter remembers per sandbox, and for how long past the TTL. */
@@ -162,57 +163,6 @@ harden_process(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-uint64_t
-daemon_publish(struct daemon *d, struct state *st)
-{
-	size_t i;
-
-	d->generation = st->generation;
-	state_unref(d->state);
-	d->state = st;
-	for (i = 0; i < d->nworkers; i++)
-		worker_post_state(&d->workers[i], st);
-	return st->generation;
-}
-
-int
-daemon_reload(struct daemon *d, struct errlist *errs, struct errlist *serrs)
-{
-	struct errlist mine = ERRLIST_INIT, smine = ERRLIST_INIT;
-	struct errlist *e = errs != NULL ? errs : &mine;
-	struct errlist *se = serrs != NULL ? serrs : &smine;
-	struct secret_set *set = NULL;
-	struct idkeys *keys = NULL;
-	struct state *st = NULL;
-	size_t i;
-
-	if (state_build(d->cfg, d->state, d->generation + 1, &st, e) != 0) {
-		for (i = 0; errs == NULL && i < e->n; i++)
-			log_errx("reload", "%s", e->msgs[i]);
-		log_errx("reload", "policies not reloaded: %zu error(s); the "
-		    "policies in force stay", e->n);
-		errlist_free(&mine);
-		return SL_ERR_INVALID;
-	}
-	if (d->secrets != NULL && daemon_secrets_load(d, "reload", &set,
-	    se) == 0 && set != NULL) {
-		secret_set_unref(st->secrets);
-		st->secrets = set;	/* transferred */
-	}
-	/* The signing keys again: a rotation publishes old and new. */
-	if (idkeys_load(d->cfg, &keys, se) == 0) {
-		idkeys_unref(st->idkeys);
-		st->idkeys = keys;	/* transferred */
-	}
-	for (i = 0; serrs == NULL && i < se->n; i++)
-		log_errx("reload", "%s", se->msgs[i]);
-	errlist_free(&smine);
-	daemon_publish(d, st);
-	log_info("reload", "policies reloaded: %zu policies, generation %llu",
-	    st->npolicies, (unsigned long long)st->generation);
-	return 0;
-}
-
 /* A worker runs a new snapshot: answer the control requests that waited. */
 static void
 applied_cb(evutil_socket_t fd, short what, void *arg)
@@ -255,7 +205,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	if (sig == SIGHUP) {
-		daemon_reload(d, NULL, NULL);
+		publish_reload(d, NULL, NULL);
 		return;
 	}
 	if (d->draining) {

@@ -49,20 +49,11 @@ struct daemon {
 /* Runs the daemon until SIGTERM; returns the exit status. */
 int	daemon_run(struct config *cfg);
 /*
- * Re-reads policy_dir and secret_dir; on any policy error (added to errs,
- * which may be NULL: logged) the snapshot in force stays and
- * SL_ERR_INVALID is returned.  Secret files that are refused go to serrs
- * (may be NULL: logged); their versions in force stay, the rest applies.
- */
-int	daemon_reload(struct daemon *d, struct errlist *errs,
-	    struct errlist *serrs);
-/*
  * daemon_secrets.c.  open: loads the gateway keys and secret_dir into the
  * first snapshot (any problem is an error, added to errs).  watch: follows
  * the folder's changes.  load: reads the folder again into *out (NULL
  * when nothing changed; refused files are in errs, their versions in force
- * stay), writing an audit record for each change.  publish_secrets: puts
- * set (the reference is taken) in force as a new snapshot.
+ * stay), writing an audit record for each change.
  */
 int	daemon_secrets_open(struct daemon *d, struct errlist *errs);
 int	daemon_secrets_watch(struct daemon *d);
@@ -70,17 +61,9 @@ void	daemon_secrets_close(struct daemon *d);
 struct secret_set;
 int	daemon_secrets_load(struct daemon *d, const char *cause,
 	    struct secret_set **out, struct errlist *errs);
-int	daemon_publish_secrets(struct daemon *d, struct secret_set *set,
-	    uint64_t *gen);
 /* A secret_rotate (new set) or secret_delete record; uid < 0: none. */
 void	daemon_audit_secret(struct daemon *d, const struct secret *old,
 	    const struct secret *new, const char *cause, long uid);
 
-/*
- * Puts st (sealed, generation d->generation + 1; the reference is taken)
- * in force and hands it to every worker.  Returns its generation; it is
- * in force everywhere once d->applied reaches it.
- */
-uint64_t daemon_publish(struct daemon *d, struct state *st);
 
 #endif

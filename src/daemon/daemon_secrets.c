@@ -18,12 +18,13 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "audit/audit.h"
-#include "conf/config.h"
-#include "daemon/daemon.h"
 #include "util/log.h"
+#include "conf/config.h"
 #include "keys/secrets.h"
+#include "audit/audit.h"
 #include "loop/state.h"
+#include "daemon/daemon.h"
+#include "daemon/publish.h"
 
 #define RESCAN_DELAY_MS	50	/* events of one rename or write come together */
 
@@ -61,29 +62,6 @@ daemon_audit_secret(struct daemon *d, const struct secret *old,
 }
 
 int
-daemon_publish_secrets(struct daemon *d, struct secret_set *set,
-    uint64_t *gen)
-{
-	struct errlist errs = ERRLIST_INIT;
-	struct state *st = NULL;
-	int r;
-
-	if ((r = state_clone(d->state, d->generation + 1, &st)) != 0) {
-		secret_set_unref(set);
-		return r;
-	}
-	secret_set_unref(st->secrets);
-	st->secrets = set;	/* transferred */
-	if ((r = state_seal(st, d->state, &errs)) != 0) {
-		errlist_free(&errs);
-		state_unref(st);
-		return r;
-	}
-	*gen = daemon_publish(d, st);
-	return 0;
-}
-
-int
 daemon_secrets_load(struct daemon *d, const char *cause,
     struct secret_set **out, struct errlist *errs)
 {
@@ -117,7 +95,7 @@ rescan_cb(evutil_socket_t fd, short what, void *arg)
 	size_t i;
 
 	if (daemon_secrets_load(d, "file", &set, &errs) == 0 && set != NULL &&
-	    daemon_publish_secrets(d, set, &gen) != 0)
+	    publish_secrets(d, set, &gen) != 0)
 		log_errx("secrets", "cannot put the changed secrets in force");
 	for (i = 0; i < errs.n; i++) {
 		log_errx("secrets", "%s", errs.msgs[i]);

@@ -11,18 +11,17 @@
 #include <event2/listener.h>
 #include <sodium.h>
 
-#include "conf/config.h"
-#include "conn/conn.h"
-#include "daemon/daemon.h"
-#include "audit/audit.h"
-#include "dns/dns.h"
-#include "conn/icpt.h"
-#include "keys/inject.h"
 #include "util/keyfile.h"
 #include "util/log.h"
+#include "conf/config.h"
+#include "keys/inject.h"
+#include "audit/audit.h"
 #include "loop/resolve.h"
 #include "loop/state.h"
 #include "loop/upool.h"
+#include "dns/dns.h"
+#include "conn/conn.h"
+#include "daemon/daemon.h"
 #include "daemon/worker.h"
 
 #define RESOLVER_CACHE	4096
@@ -33,37 +32,7 @@ accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 {
 	struct worker_listener *l = arg;
 
-	conn_accept(l->w, fd, l->kind);
-}
-
-static void
-resume_cb(evutil_socket_t fd, short what, void *arg)
-{
-	evconnlistener_enable(arg);
-}
-
-struct event *
-worker_resume_event(struct worker *w, struct evconnlistener *lev)
-{
-	return evtimer_new(w->base, resume_cb, lev);
-}
-
-void
-worker_pause_listener(struct worker *w, struct evconnlistener *lev,
-    struct event *resume)
-{
-	static const struct timeval pause = { 0, 100000 };
-	int e = errno;
-	time_t now = time(NULL);
-
-	evconnlistener_disable(lev);
-	if (resume != NULL)
-		evtimer_add(resume, &pause);
-	if (now != w->last_accept_warn) {	/* once a second at most */
-		w->last_accept_warn = now;
-		log_warnx("worker", "accept failed: %s; not accepting for 100 ms",
-		    strerror(e));
-	}
+	conn_accept(&l->w->l, fd, l->kind);
 }
 
 static void
@@ -71,7 +40,7 @@ accept_error_cb(struct evconnlistener *lev, void *arg)
 {
 	struct worker_listener *l = arg;
 
-	worker_pause_listener(l->w, lev, l->resume);
+	loop_pause_listener(&l->w->l, lev, l->resume);
 }
 
 static void
@@ -98,9 +67,9 @@ swap_state(struct worker *w, struct state *st)
 {
 	struct conn *c, *next;
 
-	state_unref(w->st);
-	w->st = st;
-	for (c = TAILQ_FIRST(&w->conns); c != NULL; c = next) {
+	state_unref(w->l.st);
+	w->l.st = st;
+	for (c = TAILQ_FIRST(&w->l.conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, link);
 		conn_rejudge(c);
 	}
@@ -113,7 +82,7 @@ close_all(struct worker *w, const char *reason)
 {
 	struct conn *c;
 
-	while ((c = TAILQ_FIRST(&w->conns)) != NULL)
+	while ((c = TAILQ_FIRST(&w->l.conns)) != NULL)
 		conn_close(c, reason);
 }
 
@@ -134,24 +103,17 @@ wake_cb(evutil_socket_t fd, short what, void *arg)
 	if (st != NULL)
 		swap_state(w, st);
 	if (cmd & WORKER_CMD_DRAIN) {
-		w->draining = 1;
+		w->l.draining = 1;
 		stop_listening(w);
-		dns_worker_stop(w);
+		dns_stop(&w->l);
 	}
 	if (cmd & WORKER_CMD_STOP) {
-		w->draining = 1;
+		w->l.draining = 1;
 		stop_listening(w);
-		dns_worker_stop(w);
+		dns_stop(&w->l);
 		close_all(w, "shutdown");
 	}
-	worker_conn_gone(w);
-}
-
-void
-worker_conn_gone(struct worker *w)
-{
-	if (w->draining && w->nconns == 0)
-		event_base_loopexit(w->base, NULL);
+	loop_conn_gone(&w->l);
 }
 
 /* Audit records became durable: requests held for theirs go on. */
@@ -163,10 +125,9 @@ audit_cb(evutil_socket_t fd, short what, void *arg)
 	int failed = audit_failed(w->d->audit);
 	struct conn *c, *next;
 
-	for (c = TAILQ_FIRST(&w->conns); c != NULL; c = next) {
+	for (c = TAILQ_FIRST(&w->l.conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, link);	/* c may close */
-		if (c->state == CS_ICPT && c->icpt != NULL)
-			icpt_audit_durable(c->icpt, durable, failed);
+		conn_audit_durable(c, durable, failed);
 	}
 }
 
@@ -177,33 +138,41 @@ worker_init(struct worker *w, struct daemon *d, unsigned idx)
 	size_t i;
 
 	w->d = d;
-	w->idx = idx;
-	TAILQ_INIT(&w->conns);
+	w->l.idx = idx;
+	w->l.started = d->started;
+	w->l.cfg = cfg;
+	w->l.audit = d->audit;
+	w->l.dnsmem = d->dnsmem;
+	w->l.tls_down = d->tls_down;
+	w->l.tls_up = d->tls_up;
+	w->l.secrets = d->secrets;
+	TAILQ_INIT(&w->l.conns);
 	pthread_mutex_init(&w->mtx, NULL);
-	if ((w->base = event_base_new()) == NULL)
+	if ((w->l.base = event_base_new()) == NULL)
 		return SL_ERR_NOMEM;
-	if ((w->wake = event_new(w->base, -1, EV_PERSIST, wake_cb, w)) == NULL ||
-	    (w->audit_ev = event_new(w->base, -1, EV_PERSIST, audit_cb,
-	    w)) == NULL || (w->upool = upool_new(w->base)) == NULL ||
+	if ((w->wake = event_new(w->l.base, -1, EV_PERSIST, wake_cb, w)) == NULL ||
+	    (w->audit_ev = event_new(w->l.base, -1, EV_PERSIST, audit_cb,
+	    w)) == NULL || (w->l.upool = upool_new(w->l.base)) == NULL ||
 	    audit_notify(d->audit, w->audit_ev) != 0)
 		return SL_ERR_NOMEM;
-	w->res = resolver_new(w->base, cfg->resolvers, cfg->nresolvers,
+	w->l.res = resolver_new(w->l.base, cfg->resolvers, cfg->nresolvers,
 	    cfg->timeouts.connect < 5000 ? cfg->timeouts.connect : 5000,
 	    RESOLVER_CACHE);
-	if (w->res == NULL)
+	if (w->l.res == NULL)
 		return SL_ERR_INTERNAL;
-	w->st = state_ref(d->state);
+	w->l.st = state_ref(d->state);
 	atomic_init(&w->applied, d->state->generation);
-	if (dns_worker_start(w) != 0)
+	if (dns_start(&w->l, w->dns_udp, w->ndns_udp, w->dns_tcp,
+	    w->ndns_tcp) != 0)
 		return SL_ERR_IO;
 	for (i = 0; i < w->nlis; i++) {
 		w->lis[i].w = w;
-		w->lis[i].lev = evconnlistener_new(w->base, accept_cb, &w->lis[i],
+		w->lis[i].lev = evconnlistener_new(w->l.base, accept_cb, &w->lis[i],
 		    LEV_OPT_CLOSE_ON_FREE, -1, w->lis[i].fd);
 		if (w->lis[i].lev == NULL)
 			return SL_ERR_IO;
 		evconnlistener_set_error_cb(w->lis[i].lev, accept_error_cb);
-		w->lis[i].resume = worker_resume_event(w, w->lis[i].lev);
+		w->lis[i].resume = loop_resume_event(&w->l, w->lis[i].lev);
 	}
 	return 0;
 }
@@ -214,7 +183,7 @@ worker_main(void *arg)
 	struct worker *w = arg;
 
 	/* The wake event has no fd: keep looping while idle. */
-	event_base_loop(w->base, EVLOOP_NO_EXIT_ON_EMPTY);
+	event_base_loop(w->l.base, EVLOOP_NO_EXIT_ON_EMPTY);
 	atomic_store(&w->applied, UINT64_MAX);	/* nobody waits for it now */
 	atomic_fetch_add(&w->d->finished, 1);
 	event_active(w->d->worker_done, EV_READ, 0);
@@ -249,7 +218,7 @@ worker_free(struct worker *w)
 
 	close_all(w, "shutdown");
 	stop_listening(w);
-	dns_worker_stop(w);
+	dns_stop(&w->l);
 	for (i = 0; i < w->ndns_udp; i++)
 		if (w->dns_udp[i] != -1)
 			close(w->dns_udp[i]);
@@ -264,24 +233,16 @@ worker_free(struct worker *w)
 	if (w->audit_ev != NULL)	/* the daemon cleared audit_notify */
 		event_free(w->audit_ev);
 	/* Once more, so deferred frees and deferred DNS replies run first. */
-	if (w->base != NULL)
-		event_base_loop(w->base, EVLOOP_NONBLOCK);
-	upool_free(w->upool);	/* after the connections that parked there */
-	resolver_free(w->res);
-	if (w->base != NULL)
-		event_base_free(w->base);
-	state_unref(w->st);
+	if (w->l.base != NULL)
+		event_base_loop(w->l.base, EVLOOP_NONBLOCK);
+	upool_free(w->l.upool);	/* after the connections that parked there */
+	resolver_free(w->l.res);
+	if (w->l.base != NULL)
+		event_base_free(w->l.base);
+	state_unref(w->l.st);
 	state_unref(w->pending);
-	sodium_free(w->scratch);
+	sodium_free(w->l.scratch);
 	pthread_mutex_destroy(&w->mtx);
-}
-
-char *
-worker_scratch(struct worker *w)
-{
-	if (w->scratch == NULL)
-		w->scratch = secmem_alloc(INJECT_BUF);
-	return w->scratch;
 }
 
 void
@@ -301,16 +262,4 @@ worker_post_cmd(struct worker *w, int cmd)
 	w->cmd |= cmd;
 	pthread_mutex_unlock(&w->mtx);
 	event_active(w->wake, EV_READ, 0);
-}
-
-const struct config *
-worker_config(const struct worker *w)
-{
-	return w->d->cfg;
-}
-
-struct audit *
-worker_audit(const struct worker *w)
-{
-	return w->d->audit;
 }

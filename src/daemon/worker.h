@@ -7,18 +7,13 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "loop/loop.h"
 #include "conn/conn.h"
-#include "util/metrics.h"
 
 struct daemon;
-struct event_base;
 struct evconnlistener;
-struct config;
-struct audit;
-struct dns_worker;
-struct upool;
-
-TAILQ_HEAD(conn_list, conn);
+struct event;
+struct state;
 
 struct worker_listener {
 	struct worker		*w;
@@ -29,12 +24,9 @@ struct worker_listener {
 };
 
 struct worker {
+	struct loop		 l;		/* what its connections use */
 	struct daemon		*d;
-	unsigned		 idx;
 	pthread_t		 thread;
-	struct event_base	*base;
-	struct resolver		*res;
-	struct state		*st;		/* the snapshot in force here (ref) */
 	struct event		*wake;		/* posted by the main thread */
 	struct event		*audit_ev;	/* audit records became durable */
 	pthread_mutex_t		 mtx;		/* guards the two fields below */
@@ -46,16 +38,7 @@ struct worker {
 	size_t			 ndns_udp;
 	int			*dns_tcp;
 	size_t			 ndns_tcp;
-	struct dns_worker	*dns;		/* the DNS filter's state (dns.c) */
-	struct upool		*upool;		/* idle intercepted upstreams */
-	struct conn_list	 conns;
-	size_t			 nconns;
-	int			 draining;
-	time_t			 last_accept_warn;
 	atomic_ullong		 applied;	/* generation in force here */
-	struct wmetrics		 metrics;	/* written here, read by scrapes */
-	char			*scratch;	/* guarded, INJECT_BUF bytes; on first use */
-	uint64_t		 rid_next;	/* injected requests' ids */
 };
 
 #define WORKER_CMD_DRAIN	0x1	/* stop accepting, exit when idle */
@@ -66,28 +49,10 @@ int	worker_init(struct worker *w, struct daemon *d, unsigned idx);
 int	worker_start(struct worker *w);
 void	worker_join(struct worker *w);
 void	worker_free(struct worker *w);
-/*
- * The worker's guarded scratch for rendering injected headers
- * (INJECT_BUF bytes, locked; wiped by its user after each use), made on
- * first use.  NULL when guarded memory is short.
- */
-char	*worker_scratch(struct worker *w);
 /* From the main thread: hand over a new snapshot (takes a reference). */
 void	worker_post_state(struct worker *w, struct state *st);
 void	worker_post_cmd(struct worker *w, int cmd);
 
-/*
- * Accepting failed (out of descriptors, say): stop accepting on lev for a
- * moment instead of spinning on the error; resume (from
- * worker_resume_event) turns it back on.
- */
-void	worker_pause_listener(struct worker *w, struct evconnlistener *lev,
-	    struct event *resume);
-struct event *worker_resume_event(struct worker *w, struct evconnlistener *lev);
 
-/* For connections (worker thread only). */
-const struct config *worker_config(const struct worker *w);
-struct audit *worker_audit(const struct worker *w);
-void	worker_conn_gone(struct worker *w);
 
 #endif

@@ -21,19 +21,19 @@
 #include <event2/listener.h>
 #include <jansson.h>
 
-#include "audit/audit.h"
-#include "conf/config.h"
-#include "daemon/daemon.h"
-#include "dns/dns.h"
-#include "dns/dnsmem.h"
-#include "parse/dnsmsg.h"
-#include "loop/dnsup.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/outbuf.h"
-#include "conf/policy.h"
+#include "parse/dnsmsg.h"
 #include "parse/sniff.h"
+#include "conf/config.h"
+#include "conf/policy.h"
+#include "audit/audit.h"
+#include "loop/dnsup.h"
+#include "loop/loop.h"
 #include "loop/state.h"
-#include "daemon/worker.h"
+#include "dns/dns.h"
+#include "dns/dnsmem.h"
 
 #define UDP_BATCH	32		/* datagrams per wake-up */
 #define TCP_MSG_MAX	4096		/* a query never needs more */
@@ -43,7 +43,7 @@
 
 /* A client connection over TCP: length-prefixed messages both ways. */
 struct dnstcp {
-	struct worker	*w;
+	struct loop	*l;
 	TAILQ_ENTRY(dnstcp) link;
 	int		 fd;
 	struct event	*rev, *wev, *timer;
@@ -60,7 +60,7 @@ struct dnstcp {
 
 /* One question asked upstream on a client's behalf. */
 struct dnsq {
-	struct worker	*w;
+	struct loop	*l;
 	TAILQ_ENTRY(dnsq) link;
 	struct dns_query q;
 	struct state	*st;		/* snapshot it is judged under (ref) */
@@ -83,21 +83,6 @@ struct dns_worker {
 	TAILQ_HEAD(, dnsq) qs;
 	unsigned long	 malformed;
 };
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static time_t
-now_s(void)
-{
-	return (time_t)(now_ms() / 1000);
-}
 
 static const char *
 qtype_name(uint16_t t, char *buf, size_t len)
@@ -137,7 +122,7 @@ qtype_relayed(uint16_t t)
 static int
 audit_allowed_now(struct sb_counter *cnt)
 {
-	uint64_t sec = now_ms() / 1000;
+	uint64_t sec = mono_ms() / 1000;
 	int ok;
 
 	pthread_mutex_lock(&cnt->dns_mtx);
@@ -151,7 +136,7 @@ audit_allowed_now(struct sb_counter *cnt)
 }
 
 static void
-dns_audit(struct worker *w, const struct sandbox *sb, const struct policy *pol,
+dns_audit(struct loop *l, const struct sandbox *sb, const struct policy *pol,
     const struct dns_query *q, const char *verdict, const char *reason,
     const struct dns_filter_result *res)
 {
@@ -179,7 +164,7 @@ dns_audit(struct worker *w, const struct sandbox *sb, const struct policy *pol,
 		if (res->truncated)
 			json_object_set_new(rec, "truncated", json_true());
 	}
-	audit_write(worker_audit(w), "dns", rec);
+	audit_write(l->audit, "dns", rec);
 }
 
 /* ---- answering ---------------------------------------------------- */
@@ -204,7 +189,7 @@ tcp_send(struct dnstcp *t, const uint8_t *msg, size_t len)
 }
 
 static void
-reply(struct worker *w, int ufd, const struct sockaddr_storage *from,
+reply(struct loop *l, int ufd, const struct sockaddr_storage *from,
     socklen_t fromlen, struct dnstcp *tc, const uint8_t *msg, size_t len)
 {
 	if (tc != NULL)
@@ -215,14 +200,14 @@ reply(struct worker *w, int ufd, const struct sockaddr_storage *from,
 }
 
 static void
-reply_rcode(struct worker *w, int ufd, const struct sockaddr_storage *from,
+reply_rcode(struct loop *l, int ufd, const struct sockaddr_storage *from,
     socklen_t fromlen, struct dnstcp *tc, const struct dns_query *q, int rcode)
 {
 	uint8_t out[DNS_HDR_LEN + NAME_BUFSZ + 32];
 	size_t len;
 
 	if (dns_build_error(q, rcode, out, sizeof(out), &len) == 0)
-		reply(w, ufd, from, fromlen, tc, out, len);
+		reply(l, ufd, from, fromlen, tc, out, len);
 }
 
 /* ---- policy hooks for the answer filter ---------------------------- */
@@ -250,7 +235,7 @@ addr_ok(const struct sl_addr *a, void *arg)
 static void
 dnsq_free(struct dnsq *dq)
 {
-	struct dns_worker *dw = dq->w->dns;
+	struct dns_worker *dw = dq->l->dns;
 
 	TAILQ_REMOVE(&dw->qs, dq, link);
 	dnsup_cancel(dq->up);
@@ -269,38 +254,38 @@ static void
 upstream_cb(int err, const uint8_t *resp, size_t len, uint16_t id, void *arg)
 {
 	struct dnsq *dq = arg;
-	struct worker *w = dq->w;
+	struct loop *l = dq->l;
 	struct dns_filter_ops ops = { name_ok, addr_ok, dq };
 	struct dns_filter_result res;
 	uint8_t out[DNS_MSG_MAX];
 	size_t outlen, i;
-	time_t now = now_s();
+	time_t now = mono_s();
 	const char *sbid = dq->sb->id ? dq->sb->id : "";
 
 	dq->up = NULL;		/* it freed itself */
 	if (err != 0 || dns_filter_answer(resp, len, &dq->q, id, dq->tc == NULL,
 	    &ops, out, sizeof(out), &outlen, &res) != 0) {
-		reply_rcode(w, dq->ufd, &dq->from, dq->fromlen, dq->tc, &dq->q,
+		reply_rcode(l, dq->ufd, &dq->from, dq->fromlen, dq->tc, &dq->q,
 		    DNS_RCODE_SERVFAIL);
-		mtable_add(&w->metrics.dns, "servfail", NULL);
-		dns_audit(w, dq->sb, dq->pol, &dq->q, "servfail",
+		mtable_add(&l->metrics.dns, "servfail", NULL);
+		dns_audit(l, dq->sb, dq->pol, &dq->q, "servfail",
 		    err != 0 ? "upstream-unavailable" : "upstream-malformed", NULL);
 		dnsq_free(dq);
 		return;
 	}
 	/* Remember before answering: the client connects right after. */
 	for (i = 0; i < res.nkept; i++) {
-		dnsmem_add(w->d->dnsmem, sbid, dq->q.name, &res.kept[i].addr,
+		dnsmem_add(l->dnsmem, sbid, dq->q.name, &res.kept[i].addr,
 		    res.kept[i].ttl, now);
 		if (strcmp(res.kept[i].name, dq->q.name) != 0)
-			dnsmem_add(w->d->dnsmem, sbid, res.kept[i].name,
+			dnsmem_add(l->dnsmem, sbid, res.kept[i].name,
 			    &res.kept[i].addr, res.kept[i].ttl, now);
 	}
-	reply(w, dq->ufd, &dq->from, dq->fromlen, dq->tc, out, outlen);
-	mtable_add(&w->metrics.dns, "answered", NULL);
+	reply(l, dq->ufd, &dq->from, dq->fromlen, dq->tc, out, outlen);
+	mtable_add(&l->metrics.dns, "answered", NULL);
 	if (res.removed_addrs || res.cut_cnames || res.stripped_ech ||
 	    audit_allowed_now(dq->sb->counter))
-		dns_audit(w, dq->sb, dq->pol, &dq->q, "answer", "allow-name", &res);
+		dns_audit(l, dq->sb, dq->pol, &dq->q, "answer", "allow-name", &res);
 	dnsq_free(dq);
 }
 
@@ -308,17 +293,17 @@ upstream_cb(int err, const uint8_t *resp, size_t len, uint16_t id, void *arg)
 
 /* The rate limit; refusals beyond it are audited once a second at most. */
 static int
-rate_ok(struct worker *w, const struct sandbox *sb, const struct policy *pol,
+rate_ok(struct loop *l, const struct sandbox *sb, const struct policy *pol,
     const struct dns_query *q)
 {
 	struct sb_counter *cnt = sb->counter;
-	uint64_t t = now_ms();
+	uint64_t t = mono_ms();
 	unsigned dropped = 0;
 	int ok, audit = 0;
 
 	pthread_mutex_lock(&cnt->dns_mtx);
 	if (!cnt->dns_rl_init) {
-		double qps = worker_config(w)->limits.dns_qps;
+		double qps = l->cfg->limits.dns_qps;
 
 		ratelimit_init(&cnt->dns_rl, qps, qps, t);
 		cnt->dns_rl_init = 1;
@@ -342,7 +327,7 @@ rate_ok(struct worker *w, const struct sandbox *sb, const struct policy *pol,
 		    "qtype", qtype_name(q->qtype, tbuf, sizeof(tbuf)),
 		    "verdict", "refused", "reason", "rate-limit",
 		    "refused_since_last", (int)dropped);
-		audit_write(worker_audit(w), "dns", rec);
+		audit_write(l->audit, "dns", rec);
 	}
 	return ok;
 }
@@ -355,7 +340,7 @@ rate_ok(struct worker *w, const struct sandbox *sb, const struct policy *pol,
  * reflector gains from it.  Not audited: nothing was asked of anyone.
  */
 static void
-malformed_reply(struct worker *w, const uint8_t *buf, size_t len, int ufd,
+malformed_reply(struct loop *l, const uint8_t *buf, size_t len, int ufd,
     const struct sockaddr_storage *from, socklen_t fromlen, struct dnstcp *tc)
 {
 	uint8_t out[DNS_HDR_LEN + NAME_BUFSZ + 32];
@@ -367,26 +352,26 @@ malformed_reply(struct worker *w, const uint8_t *buf, size_t len, int ufd,
 	if (dns_build_formerr(buf, len, out, sizeof(out), &outlen) != 0 ||
 	    addr_from_sockaddr((const struct sockaddr *)from, fromlen, &src,
 	    NULL) != 0) {
-		mtable_add(&w->metrics.dns, "dropped", NULL);
+		mtable_add(&l->metrics.dns, "dropped", NULL);
 		return;
 	}
 	addr_canonical(&src, &src);
-	sb = state_sandbox_for(w->st, &src);
+	sb = state_sandbox_for(l->st, &src);
 	memset(&none, 0, sizeof(none));	/* for the rate limit's audit record */
-	if (!rate_ok(w, sb, sb->policy, &none)) {
-		mtable_add(&w->metrics.dns, "ratelimited", NULL);
+	if (!rate_ok(l, sb, sb->policy, &none)) {
+		mtable_add(&l->metrics.dns, "ratelimited", NULL);
 		return;		/* over the limit: not even an error */
 	}
-	reply(w, ufd, from, fromlen, tc, out, outlen);
-	mtable_add(&w->metrics.dns, "formerr", NULL);
+	reply(l, ufd, from, fromlen, tc, out, outlen);
+	mtable_add(&l->metrics.dns, "formerr", NULL);
 }
 
 static void
-handle_query(struct worker *w, const uint8_t *buf, size_t len, int ufd,
+handle_query(struct loop *l, const uint8_t *buf, size_t len, int ufd,
     const struct sockaddr_storage *from, socklen_t fromlen, struct dnstcp *tc)
 {
-	struct dns_worker *dw = w->dns;
-	const struct config *cfg = worker_config(w);
+	struct dns_worker *dw = l->dns;
+	const struct config *cfg = l->cfg;
 	const struct sandbox *sb;
 	const struct policy *pol;
 	struct dns_query q;
@@ -395,7 +380,7 @@ handle_query(struct worker *w, const uint8_t *buf, size_t len, int ufd,
 
 	if (dns_query_parse(buf, len, &q) != PARSE_COMPLETE) {
 		dw->malformed++;
-		malformed_reply(w, buf, len, ufd, from, fromlen, tc);
+		malformed_reply(l, buf, len, ufd, from, fromlen, tc);
 		if (tc != NULL)
 			tc->finishing = 1;	/* answers owed still go out */
 		return;
@@ -404,37 +389,37 @@ handle_query(struct worker *w, const uint8_t *buf, size_t len, int ufd,
 	    NULL) != 0)
 		return;
 	addr_canonical(&src, &src);
-	sb = state_sandbox_for(w->st, &src);
+	sb = state_sandbox_for(l->st, &src);
 	pol = sb->policy;
-	if (!rate_ok(w, sb, pol, &q)) {
-		mtable_add(&w->metrics.dns, "ratelimited", NULL);
-		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_REFUSED);
+	if (!rate_ok(l, sb, pol, &q)) {
+		mtable_add(&l->metrics.dns, "ratelimited", NULL);
+		reply_rcode(l, ufd, from, fromlen, tc, &q, DNS_RCODE_REFUSED);
 		return;
 	}
 	if (q.name[0] == '\0' || !policy_name_allowed(pol, q.name)) {
-		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_NXDOMAIN);
-		mtable_add(&w->metrics.dns, "nxdomain", NULL);
-		dns_audit(w, sb, pol, &q, "nxdomain", "not-allowed", NULL);
+		reply_rcode(l, ufd, from, fromlen, tc, &q, DNS_RCODE_NXDOMAIN);
+		mtable_add(&l->metrics.dns, "nxdomain", NULL);
+		dns_audit(l, sb, pol, &q, "nxdomain", "not-allowed", NULL);
 		return;
 	}
 	if (!qtype_relayed(q.qtype)) {
-		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_NOERROR);
-		mtable_add(&w->metrics.dns, "nodata", NULL);
-		dns_audit(w, sb, pol, &q, "nodata", "type-not-relayed", NULL);
+		reply_rcode(l, ufd, from, fromlen, tc, &q, DNS_RCODE_NOERROR);
+		mtable_add(&l->metrics.dns, "nodata", NULL);
+		dns_audit(l, sb, pol, &q, "nodata", "type-not-relayed", NULL);
 		return;
 	}
 	if (tc != NULL && tc->inflight >= TCP_MAX_INFLIGHT) {
-		mtable_add(&w->metrics.dns, "refused", NULL);
-		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_REFUSED);
+		mtable_add(&l->metrics.dns, "refused", NULL);
+		reply_rcode(l, ufd, from, fromlen, tc, &q, DNS_RCODE_REFUSED);
 		return;
 	}
 	if ((dq = calloc(1, sizeof(*dq))) == NULL) {
-		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_SERVFAIL);
+		reply_rcode(l, ufd, from, fromlen, tc, &q, DNS_RCODE_SERVFAIL);
 		return;
 	}
-	dq->w = w;
+	dq->l = l;
 	dq->q = q;
-	dq->st = state_ref(w->st);
+	dq->st = state_ref(l->st);
 	dq->sb = sb;
 	dq->pol = pol;
 	dq->from = *from;
@@ -444,10 +429,10 @@ handle_query(struct worker *w, const uint8_t *buf, size_t len, int ufd,
 	if (tc != NULL)
 		tc->inflight++;
 	TAILQ_INSERT_TAIL(&dw->qs, dq, link);
-	dq->up = dnsup_start(w->base, cfg->resolvers, cfg->nresolvers, &q,
+	dq->up = dnsup_start(l->base, cfg->resolvers, cfg->nresolvers, &q,
 	    2000, upstream_cb, dq);
 	if (dq->up == NULL) {
-		reply_rcode(w, ufd, from, fromlen, tc, &q, DNS_RCODE_SERVFAIL);
+		reply_rcode(l, ufd, from, fromlen, tc, &q, DNS_RCODE_SERVFAIL);
 		dnsq_free(dq);
 	}
 }
@@ -457,7 +442,7 @@ handle_query(struct worker *w, const uint8_t *buf, size_t len, int ufd,
 static void
 udp_read_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct worker *w = arg;
+	struct loop *l = arg;
 	struct sockaddr_storage from;
 	socklen_t fromlen;
 	uint8_t buf[DNS_MSG_MAX];
@@ -470,7 +455,7 @@ udp_read_cb(evutil_socket_t fd, short what, void *arg)
 		    (struct sockaddr *)&from, &fromlen);
 		if (n < 0)
 			return;
-		handle_query(w, buf, (size_t)n, fd, &from, fromlen, NULL);
+		handle_query(l, buf, (size_t)n, fd, &from, fromlen, NULL);
 	}
 }
 
@@ -479,7 +464,7 @@ udp_read_cb(evutil_socket_t fd, short what, void *arg)
 static void
 tcp_free(struct dnstcp *t)
 {
-	struct dns_worker *dw = t->w->dns;
+	struct dns_worker *dw = t->l->dns;
 
 	if (t->fd != -1) {
 		TAILQ_REMOVE(&dw->tcps, t, link);
@@ -568,13 +553,13 @@ tcp_read_cb(evutil_socket_t fd, short what, void *arg)
 	while (t->inlen >= 2 && !t->closed && !t->finishing) {
 		mlen = (size_t)t->in[0] << 8 | t->in[1];
 		if (mlen < DNS_HDR_LEN || mlen > TCP_MSG_MAX) {
-			t->w->dns->malformed++;
+			t->l->dns->malformed++;
 			t->finishing = 1;
 			break;
 		}
 		if (t->inlen < 2 + mlen)
 			return;
-		handle_query(t->w, t->in + 2, mlen, -1, &t->from, t->fromlen, t);
+		handle_query(t->l, t->in + 2, mlen, -1, &t->from, t->fromlen, t);
 		memmove(t->in, t->in + 2 + mlen, t->inlen - 2 - mlen);
 		t->inlen -= 2 + mlen;
 	}
@@ -593,17 +578,17 @@ tcp_timer_cb(evutil_socket_t fd, short what, void *arg)
 static void
 tcp_accept_error_cb(struct evconnlistener *lev, void *arg)
 {
-	struct worker *w = arg;
+	struct loop *l = arg;
 	size_t i;
 
-	for (i = 0; i < w->dns->ntlev; i++)
-		if (w->dns->tlev[i] == lev)
-			worker_pause_listener(w, lev, w->dns->tresume[i]);
+	for (i = 0; i < l->dns->ntlev; i++)
+		if (l->dns->tlev[i] == lev)
+			loop_pause_listener(l, lev, l->dns->tresume[i]);
 }
 
 /* A sandbox's DNS connections count against its connection limit. */
 static struct sb_counter *
-tcp_count(struct worker *w, struct sockaddr *sa, int salen)
+tcp_count(struct loop *l, struct sockaddr *sa, int salen)
 {
 	const struct sandbox *sb;
 	struct sb_counter *cnt;
@@ -612,9 +597,9 @@ tcp_count(struct worker *w, struct sockaddr *sa, int salen)
 	if (addr_from_sockaddr(sa, (socklen_t)salen, &src, NULL) != 0)
 		return NULL;
 	addr_canonical(&src, &src);
-	sb = state_sandbox_for(w->st, &src);
+	sb = state_sandbox_for(l->st, &src);
 	cnt = sb->counter;
-	if (atomic_fetch_add(&cnt->conns, 1) >= worker_config(w)->limits.connections) {
+	if (atomic_fetch_add(&cnt->conns, 1) >= l->cfg->limits.connections) {
 		atomic_fetch_sub(&cnt->conns, 1);
 		return NULL;
 	}
@@ -623,7 +608,7 @@ tcp_count(struct worker *w, struct sockaddr *sa, int salen)
 }
 
 static void
-tcp_audit_refused(struct worker *w, struct sockaddr *sa, int salen)
+tcp_audit_refused(struct loop *l, struct sockaddr *sa, int salen)
 {
 	const struct sandbox *sb;
 	char a[ADDR_STRLEN];
@@ -633,8 +618,8 @@ tcp_audit_refused(struct worker *w, struct sockaddr *sa, int salen)
 	if (addr_from_sockaddr(sa, (socklen_t)salen, &src, &port) != 0)
 		return;
 	addr_canonical(&src, &src);
-	sb = state_sandbox_for(w->st, &src);
-	audit_write(worker_audit(w), "conn", json_pack(
+	sb = state_sandbox_for(l->st, &src);
+	audit_write(l->audit, "conn", json_pack(
 	    "{s:s?, s:s, s:I, s:s, s:s, s:i, s:s, s:s, s:s}",
 	    "sandbox", sb->id, "policy", sb->policy->name,
 	    "revision", (json_int_t)sb->policy->revision, "listener", "dns",
@@ -646,16 +631,16 @@ static void
 tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
-	struct worker *w = arg;
+	struct loop *l = arg;
 	struct timeval tv = { TCP_IDLE_MS / 1000, 0 };
 	struct linger lg = { 1, 0 };
 	struct sb_counter *cnt;
 	struct dnstcp *t;
 
-	if ((cnt = tcp_count(w, sa, salen)) == NULL) {
+	if ((cnt = tcp_count(l, sa, salen)) == NULL) {
 		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 		close(fd);	/* over its limit: a reset */
-		tcp_audit_refused(w, sa, salen);
+		tcp_audit_refused(l, sa, salen);
 		return;
 	}
 	if ((t = calloc(1, sizeof(*t))) == NULL) {
@@ -664,16 +649,16 @@ tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 		close(fd);
 		return;
 	}
-	t->w = w;
+	t->l = l;
 	t->counter = cnt;
 	t->fd = fd;
 	memcpy(&t->from, sa, (size_t)salen < sizeof(t->from) ? (size_t)salen :
 	    sizeof(t->from));
 	t->fromlen = (socklen_t)salen;
-	t->rev = event_new(w->base, fd, EV_READ | EV_PERSIST, tcp_read_cb, t);
-	t->wev = event_new(w->base, fd, EV_WRITE, tcp_write_cb, t);
-	t->timer = evtimer_new(w->base, tcp_timer_cb, t);
-	TAILQ_INSERT_TAIL(&w->dns->tcps, t, link);
+	t->rev = event_new(l->base, fd, EV_READ | EV_PERSIST, tcp_read_cb, t);
+	t->wev = event_new(l->base, fd, EV_WRITE, tcp_write_cb, t);
+	t->timer = evtimer_new(l->base, tcp_timer_cb, t);
+	TAILQ_INSERT_TAIL(&l->dns->tcps, t, link);
 	if (t->rev == NULL || t->wev == NULL || t->timer == NULL) {
 		tcp_free(t);
 		return;
@@ -685,7 +670,7 @@ tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 /* ---- the worker's service ------------------------------------------ */
 
 int
-dns_worker_start(struct worker *w)
+dns_start(struct loop *l, const int *udp, size_t nudp, int *tcp, size_t ntcp)
 {
 	struct dns_worker *dw;
 	size_t i;
@@ -694,36 +679,36 @@ dns_worker_start(struct worker *w)
 		return SL_ERR_NOMEM;
 	TAILQ_INIT(&dw->tcps);
 	TAILQ_INIT(&dw->qs);
-	w->dns = dw;
-	dw->uev = calloc(w->ndns_udp ? w->ndns_udp : 1, sizeof(*dw->uev));
-	dw->tlev = calloc(w->ndns_tcp ? w->ndns_tcp : 1, sizeof(*dw->tlev));
-	dw->tresume = calloc(w->ndns_tcp ? w->ndns_tcp : 1, sizeof(*dw->tresume));
+	l->dns = dw;
+	dw->uev = calloc(nudp ? nudp : 1, sizeof(*dw->uev));
+	dw->tlev = calloc(ntcp ? ntcp : 1, sizeof(*dw->tlev));
+	dw->tresume = calloc(ntcp ? ntcp : 1, sizeof(*dw->tresume));
 	if (dw->uev == NULL || dw->tlev == NULL || dw->tresume == NULL)
 		return SL_ERR_NOMEM;
-	for (i = 0; i < w->ndns_udp; i++) {
-		dw->uev[i] = event_new(w->base, w->dns_udp[i], EV_READ | EV_PERSIST,
-		    udp_read_cb, w);
+	for (i = 0; i < nudp; i++) {
+		dw->uev[i] = event_new(l->base, udp[i], EV_READ | EV_PERSIST,
+		    udp_read_cb, l);
 		if (dw->uev[i] == NULL || event_add(dw->uev[i], NULL) != 0)
 			return SL_ERR_NOMEM;
 		dw->nuev++;
 	}
-	for (i = 0; i < w->ndns_tcp; i++) {
-		dw->tlev[i] = evconnlistener_new(w->base, tcp_accept_cb, w,
-		    LEV_OPT_CLOSE_ON_FREE, -1, w->dns_tcp[i]);
+	for (i = 0; i < ntcp; i++) {
+		dw->tlev[i] = evconnlistener_new(l->base, tcp_accept_cb, l,
+		    LEV_OPT_CLOSE_ON_FREE, -1, tcp[i]);
 		if (dw->tlev[i] == NULL)
 			return SL_ERR_IO;
-		w->dns_tcp[i] = -1;	/* the listener owns it now */
+		tcp[i] = -1;	/* the listener owns it now */
 		dw->ntlev++;
 		evconnlistener_set_error_cb(dw->tlev[i], tcp_accept_error_cb);
-		dw->tresume[i] = worker_resume_event(w, dw->tlev[i]);
+		dw->tresume[i] = loop_resume_event(l, dw->tlev[i]);
 	}
 	return 0;
 }
 
 void
-dns_worker_stop(struct worker *w)
+dns_stop(struct loop *l)
 {
-	struct dns_worker *dw = w->dns;
+	struct dns_worker *dw = l->dns;
 	struct dnstcp *t;
 	struct dnsq *dq;
 	size_t i;
@@ -745,5 +730,5 @@ dns_worker_stop(struct worker *w)
 	free(dw->tlev);
 	free(dw->tresume);
 	free(dw);
-	w->dns = NULL;
+	l->dns = NULL;
 }

@@ -1,12 +1,18 @@
-/* dns.h: the DNS filter, served by every worker. */
+/* dns.h: the DNS filter, served by every worker's loop. */
 #ifndef SLUICE_DNS_H
 #define SLUICE_DNS_H
 
-struct worker;
+#include <stddef.h>
 
-/* Starts serving on the worker's DNS sockets (UDP fds, TCP listeners). */
-int	dns_worker_start(struct worker *w);
+struct loop;
+
+/*
+ * Starts serving on l: the UDP sockets udp[0..nudp) (still the caller's)
+ * and TCP listeners on tcp[0..ntcp), which become l's (each set to -1).
+ */
+int	dns_start(struct loop *l, const int *udp, size_t nudp, int *tcp,
+	    size_t ntcp);
 /* Stops: closes client connections and cancels upstream questions. */
-void	dns_worker_stop(struct worker *w);
+void	dns_stop(struct loop *l);
 
 #endif

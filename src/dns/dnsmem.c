@@ -9,8 +9,8 @@
 
 #include <sodium.h>
 
-#include "dns/dnsmem.h"
 #include "util/names.h"
+#include "dns/dnsmem.h"
 
 #define NSHARDS		64
 #define NBUCKETS	256	/* per shard */

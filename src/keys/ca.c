@@ -18,9 +18,9 @@
 #include <openssl/x509v3.h>
 #include <sodium.h>
 
-#include "keys/ca.h"
 #include "util/err.h"
 #include "util/names.h"
+#include "keys/ca.h"
 
 #define CA_SERIAL_LEN	16	/* 128 bits, top bit clear */
 #define CA_BACKDATE_S	3600	/* notBefore is an hour before now */

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "parse/httpfwd.h"
+#include "parse/httpwrite.h"
 #include "conf/policy.h"
 
 struct secret;

@@ -22,8 +22,8 @@
 #include <sodium.h>
 
 #include "util/err.h"
-#include "util/names.h"
 #include "util/keyfile.h"
+#include "util/names.h"
 #include "keys/sealed.h"
 
 #define X25519_LEN	32

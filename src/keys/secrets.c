@@ -21,10 +21,10 @@
 
 #include <sodium.h>
 
-#include "conf/config.h"
 #include "util/keyfile.h"
 #include "util/names.h"
 #include "util/redact.h"
+#include "conf/config.h"
 #include "keys/sealed.h"
 #include "keys/secrets.h"
 

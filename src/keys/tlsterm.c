@@ -17,9 +17,10 @@
 #include <openssl/x509v3.h>
 #include <sodium.h>
 
-#include "keys/ca.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/names.h"
+#include "keys/ca.h"
 #include "keys/tlsterm.h"
 
 #define LEAF_REFRESH_S	600		/* re-mint leaves with less left */
@@ -86,15 +87,6 @@ lc_index(void)
 {
 	pthread_once(&lc_index_once, lc_index_init);
 	return lc_index_val;
-}
-
-static time_t
-mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
 }
 
 /* --- Session-ticket keys --- */
@@ -214,7 +206,7 @@ ticket_key_cb(SSL *ssl, unsigned char name[TK_NAME_LEN], unsigned char *iv,
 	    (lc = SSL_get_ex_data(ssl, idx)) == NULL)
 		return 0;
 	pthread_mutex_lock(&lc->mtx);
-	if (tickets_refresh(lc, mono_now()) != 0)
+	if (tickets_refresh(lc, mono_s()) != 0)
 		goto out;
 	if (enc) {
 		k = lc->tk_cur;
@@ -275,7 +267,7 @@ leafcache_new(size_t max, unsigned ticket_rotate_s, struct leafcache **out)
 	crypto_shorthash_keygen(lc->hkey);
 	if ((lc->buckets = calloc(nb, sizeof(*lc->buckets))) == NULL)
 		goto out;
-	if ((r = ticket_key_new(mono_now(), &lc->tk_cur)) != 0)
+	if ((r = ticket_key_new(mono_s(), &lc->tk_cur)) != 0)
 		goto out;
 	*out = lc;
 	lc = NULL;	/* transferred */
@@ -322,7 +314,7 @@ leafcache_rotate_tickets(struct leafcache *lc)
 	int r;
 
 	pthread_mutex_lock(&lc->mtx);
-	r = tickets_rotate(lc, mono_now());
+	r = tickets_rotate(lc, mono_s());
 	pthread_mutex_unlock(&lc->mtx);
 	return r;
 }

@@ -14,11 +14,11 @@
 #include <event2/event.h>
 #include <sodium.h>
 
-#include "conf/config.h"
-#include "parse/dnsmsg.h"
-#include "loop/dnsup.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "parse/dnsmsg.h"
+#include "conf/config.h"
+#include "loop/dnsup.h"
 
 #define ATTEMPTS_PER_SERVER	2
 

@@ -29,12 +29,13 @@
 #include <event2/event.h>
 #include <sodium.h>
 
-#include "conf/config.h"
-#include "parse/dnsmsg.h"
-#include "loop/dnsup.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/names.h"
+#include "parse/dnsmsg.h"
+#include "conf/config.h"
+#include "loop/dnsup.h"
 #include "loop/resolve.h"
 
 #define TTL_MIN		5
@@ -97,15 +98,6 @@ struct resolver {
 };
 
 static void pump_cb(evutil_socket_t, short, void *);
-
-static time_t
-now_sec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
-}
 
 struct resolver *
 resolver_new(struct event_base *base, const struct endpoint *servers,
@@ -253,7 +245,7 @@ entry_finish(struct rentry *e)
 		ttl = TTL_MIN;
 	if (ttl > TTL_MAX)
 		ttl = TTL_MAX;
-	e->expires = e->failed ? 0 : now_sec() + ttl;
+	e->expires = e->failed ? 0 : mono_s() + ttl;
 	if (e->failed && log_level() >= LOG_LVL_DEBUG) {
 		char esc[4 * NAME_BUFSZ];
 
@@ -464,7 +456,7 @@ resolve_name(struct resolver *r, const char *name, int flags,
 	TAILQ_REMOVE(&r->lru, e, lru);
 	TAILQ_INSERT_TAIL(&r->lru, e, lru);
 	if (e->state == RS_IDLE && !(flags & RESOLVE_FRESH) &&
-	    e->expires > now_sec()) {
+	    e->expires > mono_s()) {
 		*ans = e->ans;
 		return 0;
 	}

@@ -9,15 +9,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "keys/ca.h"
 #include "util/cidr.h"
-#include "conf/config.h"
-#include "keys/idkeys.h"
 #include "util/log.h"
+#include "conf/config.h"
 #include "conf/policy.h"
+#include "keys/ca.h"
+#include "keys/idkeys.h"
 #include "keys/secrets.h"
-#include "loop/state.h"
 #include "keys/tlsterm.h"
+#include "loop/state.h"
 
 /* Used when policy_dir has no default.yaml: the shipped meaning, deny all. */
 static const char builtin_default[] =

@@ -9,8 +9,8 @@
 #include <pthread.h>
 
 #include "util/addr.h"
-#include "parse/dnsmsg.h"
 #include "util/err.h"
+#include "parse/dnsmsg.h"
 
 struct config;
 struct policy;

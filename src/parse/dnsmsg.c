@@ -6,8 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "parse/dnsmsg.h"
 #include "util/err.h"
+#include "parse/dnsmsg.h"
 #include "parse/sniff.h"
 
 #define NAME_WIRE_MAX	255	/* RFC 1035 3.1, the root byte included */

@@ -148,14 +148,5 @@ enum http_claim {
 };
 enum http_claim http_header_claim(const char *name, size_t len);
 
-/*
- * Writes the head for an origin server: request line in origin-form (for
- * absolute-form requests; other targets as received), every header as
- * received (name, ": ", trimmed value) but the Proxy-* headers, and the
- * final empty line; no NUL is appended.  Returns the length written, or
- * SL_ERR_TOO_BIG if out_len is too small (out is then left untouched).
- */
-long	http_head_serialize_origin(const struct http_head *h, char *out,
-	    size_t out_len);
 
 #endif

@@ -3,8 +3,8 @@
  * httphead.c holds the strict stream over llhttp that both run on (and the
  * request stream), httpcheck.c our own checks (the head and body guards,
  * the framing), httptarget.c the head's bytes and the fields derived from
- * them; httpresp.c is the response stream.  Private to src/http*.c; not
- * installed.
+ * them, httpwrite.c the heads sluice writes; httpresp.c is the response
+ * stream.  Private to src/parse/http*.c; not installed.
  */
 #ifndef SLUICE_HTTPHEAD_INT_H
 #define SLUICE_HTTPHEAD_INT_H
@@ -15,6 +15,7 @@
 
 #include <llhttp.h>
 
+#include "util/ascii.h"
 #include "parse/httphead.h"
 
 /* The head guard's position in a head. */
@@ -147,47 +148,6 @@ static inline const char *
 malformed(const struct http_stream *s)
 {
 	return s->response ? "malformed response" : "malformed request";
-}
-
-/* c in lower case if it is an ASCII capital letter. */
-static inline int
-ascii_lower(int c)
-{
-	return (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c;
-}
-
-/* s[0..len) equals the lower-case word, ignoring ASCII case. */
-static inline int
-ascii_eq(const char *s, size_t len, const char *word)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (word[i] == '\0' || ascii_lower((unsigned char)s[i]) != word[i])
-			return 0;
-	return word[len] == '\0';
-}
-
-/* s[0..len) starts with the lower-case prefix, ignoring ASCII case. */
-static inline int
-ascii_prefix(const char *s, size_t len, const char *prefix)
-{
-	size_t n = strlen(prefix);
-
-	return len >= n && ascii_eq(s, n, prefix);
-}
-
-/* a[0..len) equals b[0..len), ignoring ASCII case on both sides. */
-static inline int
-ascii_caseeq(const char *a, const char *b, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (ascii_lower((unsigned char)a[i]) !=
-		    ascii_lower((unsigned char)b[i]))
-			return 0;
-	return 1;
 }
 
 /* A token character (RFC 9110 5.6.2). */

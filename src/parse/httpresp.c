@@ -20,10 +20,10 @@
 #include <llhttp.h>
 
 #include "util/err.h"
-#include "parse/httpfwd.h"
 #include "parse/httphead.h"
 #include "parse/httphead_int.h"
 #include "parse/httpresp.h"
+#include "parse/httpwrite.h"
 
 #define OUT_EXTRA	32	/* "Connection: upgrade\r\n" and the like */
 

@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "util/names.h"
 #include "parse/httphead.h"
 #include "parse/httphead_int.h"
-#include "util/names.h"
 
 #define ARENA_MIN		512
 
@@ -258,7 +258,7 @@ http_fill_headers(struct http_stream *s)
 	}
 }
 
-/* ---- reading and writing heads ------------------------------------------ */
+/* ---- reading heads ------------------------------------------------------ */
 
 const struct http_header *
 http_head_get(const struct http_head *h, const char *name)
@@ -270,79 +270,4 @@ http_head_get(const struct http_head *h, const char *name)
 		    ascii_caseeq(h->headers[i].name, name, len))
 			return &h->headers[i];
 	return NULL;
-}
-
-size_t
-http_put_field(char *o, const char *name, size_t nlen, const char *value,
-    size_t vlen)
-{
-	if (o != NULL) {
-		o = put(o, name, nlen);
-		o = put(o, ": ", 2);
-		o = put(o, value, vlen);
-		put(o, "\r\n", 2);
-	}
-	return nlen + 2 + vlen + 2;
-}
-
-size_t
-http_put_headers(char *o, const struct http_header *hdrs, size_t n,
-    int (*keep)(const void *, const struct http_header *), const void *arg)
-{
-	size_t i, len = 0;
-
-	for (i = 0; i < n; i++)
-		if (keep(arg, &hdrs[i]))
-			len += http_put_field(o == NULL ? NULL : o + len,
-			    hdrs[i].name, hdrs[i].name_len, hdrs[i].value,
-			    hdrs[i].value_len);
-	return len;
-}
-
-size_t
-http_put_request_line(char *o, const char *method, const char *target,
-    size_t tlen, const char *version)
-{
-	size_t mlen = strlen(method);
-
-	if (o != NULL) {
-		o = put(o, method, mlen);
-		o = put(o, " ", 1);
-		o = put(o, target, tlen);
-		o = put(o, " ", 1);
-		o = put(o, version, 8);
-		put(o, "\r\n", 2);
-	}
-	return mlen + 1 + tlen + 1 + 8 + 2;
-}
-
-/* Whether a header goes to the origin: all but the Proxy-* ones. */
-static int
-origin_keeps(const void *arg, const struct http_header *x)
-{
-	return !ascii_prefix(x->name, x->name_len, "proxy-");
-}
-
-long
-http_head_serialize_origin(const struct http_head *h, char *out,
-    size_t out_len)
-{
-	const char *target = h->absolute_form ? h->origin_target : h->target;
-	size_t tlen = h->absolute_form ? strlen(target) : h->target_len;
-	char version[] = "HTTP/1.1";
-	size_t need;
-	char *o = out;
-
-	version[5] = (char)('0' + h->http_major % 10);
-	version[7] = (char)('0' + h->http_minor % 10);
-	need = http_put_request_line(NULL, h->method, target, tlen, version) +
-	    http_put_headers(NULL, h->headers, h->nheaders, origin_keeps, NULL) +
-	    2;
-	if (need > out_len || need > (size_t)LONG_MAX)
-		return SL_ERR_TOO_BIG;
-
-	o += http_put_request_line(o, h->method, target, tlen, version);
-	o += http_put_headers(o, h->headers, h->nheaders, origin_keeps, NULL);
-	o = put(o, "\r\n", 2);
-	return (long)(o - out);
 }

@@ -1,11 +1,25 @@
-/* httpfwd.h: what crosses the proxy in an intercepted HTTP/1.1 exchange. */
-#ifndef SLUICE_HTTPFWD_H
-#define SLUICE_HTTPFWD_H
+/*
+ * httpwrite.h: every request head sluice writes: for an origin (plain HTTP
+ * passed on), for the upstream of an intercepted exchange, and the pieces
+ * both are made of.
+ */
+#ifndef SLUICE_HTTPWRITE_H
+#define SLUICE_HTTPWRITE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "parse/httphead.h"
+
+/*
+ * Writes the head for an origin server: request line in origin-form (for
+ * absolute-form requests; other targets as received), every header as
+ * received (name, ": ", trimmed value) but the Proxy-* headers, and the
+ * final empty line; no NUL is appended.  Returns the length written, or
+ * SL_ERR_TOO_BIG if out_len is too small (out is then left untouched).
+ */
+long	http_head_serialize_origin(const struct http_head *h, char *out,
+	    size_t out_len);
 
 /* A header a rule sets: a token name and a value without CR, LF or NUL. */
 struct http_add {

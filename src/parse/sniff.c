@@ -5,9 +5,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "parse/sniff.h"
-#include "util/names.h"
 #include "util/err.h"
+#include "util/names.h"
+#include "parse/sniff.h"
 
 #define TLS_CT_HANDSHAKE	22
 #define TLS_HS_CLIENT_HELLO	1

@@ -9,9 +9,9 @@
 
 #include "util/err.h"
 #include "sluicectl/api.h"
-#include "sluicectl/sluicectl.h"
 #include "sluicectl/http.h"
 #include "sluicectl/out.h"
+#include "sluicectl/sluicectl.h"
 
 /* " (404 Not Found)" after a message, or "404 Not Found" alone. */
 static void

@@ -6,8 +6,8 @@
 
 #include <jansson.h>
 
-#include "sluicectl/sluicectl.h"
 #include "sluicectl/http.h"
+#include "sluicectl/sluicectl.h"
 
 /*
  * Sends req to the daemon at ctl->socket.  When the daemon cannot be

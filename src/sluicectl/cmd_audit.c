@@ -19,9 +19,9 @@
 
 #include <jansson.h>
 
-#include "audit/auditfmt.h"
 #include "util/err.h"
 #include "keys/signkey.h"
+#include "audit/auditfmt.h"
 #include "sluicectl/api.h"
 #include "sluicectl/out.h"
 #include "sluicectl/sluicectl.h"

@@ -11,9 +11,9 @@
 #include "util/err.h"
 #include "util/yamltree.h"
 #include "sluicectl/api.h"
-#include "sluicectl/sluicectl.h"
 #include "sluicectl/out.h"
 #include "sluicectl/prom.h"
+#include "sluicectl/sluicectl.h"
 
 #define TARGET_MAX	512
 #define SECRET_MAX	(1u << 20)	/* the API's bound on a body */

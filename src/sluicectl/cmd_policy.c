@@ -11,11 +11,11 @@
 #include <jansson.h>
 
 #include "util/err.h"
-#include "conf/policy.h"
 #include "util/yamltree.h"
+#include "conf/policy.h"
 #include "sluicectl/api.h"
-#include "sluicectl/sluicectl.h"
 #include "sluicectl/out.h"
+#include "sluicectl/sluicectl.h"
 #include "sluicectl/yaml2json.h"
 
 #define TARGET_MAX	512

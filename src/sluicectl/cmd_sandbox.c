@@ -10,8 +10,8 @@
 
 #include "util/err.h"
 #include "sluicectl/api.h"
-#include "sluicectl/sluicectl.h"
 #include "sluicectl/out.h"
+#include "sluicectl/sluicectl.h"
 
 #define TARGET_MAX	512
 

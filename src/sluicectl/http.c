@@ -16,6 +16,7 @@
 
 #include <llhttp.h>
 
+#include "util/clock.h"
 #include "util/err.h"
 #include "sluicectl/http.h"
 
@@ -33,15 +34,6 @@ struct reader {
 	int		 err;		/* why a callback refused, SL_ERR_* */
 };
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * Waits until fd has one of events or the deadline passes.  Returns 0 with
  * *revents, or SL_ERR_IO with errno (ETIMEDOUT when the time is up).
@@ -54,7 +46,7 @@ wait_fd(int fd, short events, int64_t deadline, short *revents)
 	int n;
 
 	for (;;) {
-		if ((left = deadline - now_ms()) <= 0) {
+		if ((left = deadline - ((int64_t)mono_ms())) <= 0) {
 			errno = ETIMEDOUT;
 			return SL_ERR_IO;
 		}
@@ -266,7 +258,7 @@ connect_unix(const char *sock, int64_t deadline, int *out, char *err,
 	while (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
 		if (errno == EINTR)
 			continue;
-		if (errno == EAGAIN && now_ms() < deadline) {
+		if (errno == EAGAIN && ((int64_t)mono_ms()) < deadline) {
 			poll(NULL, 0, 20);
 			continue;
 		}
@@ -405,7 +397,7 @@ http_request(const char *sock, const struct http_req *req,
 	struct http_resp *resp = NULL;
 	struct reader rd;
 	const char *p;
-	int64_t deadline = now_ms() + HTTP_TIMEOUT_MS;
+	int64_t deadline = ((int64_t)mono_ms()) + HTTP_TIMEOUT_MS;
 	int fd = -1, r = SL_ERR_INTERNAL;
 
 	snprintf(err, errlen, "internal error");

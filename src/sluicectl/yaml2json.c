@@ -8,8 +8,8 @@
 #include <jansson.h>
 
 #include "util/err.h"
-#include "conf/policy.h"
 #include "util/yamltree.h"
+#include "conf/policy.h"
 #include "sluicectl/yaml2json.h"
 
 /* Whether s is -?[0-9]+ and fits a json_int_t. */

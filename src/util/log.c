@@ -66,17 +66,6 @@ LOG_FN(log_warnx, LOG_LVL_WARN)
 LOG_FN(log_info, LOG_LVL_INFO)
 LOG_FN(log_debug, LOG_LVL_DEBUG)
 
-void
-fatalx(const char *comp, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	log_vwrite(LOG_LVL_ERR, comp, fmt, ap);
-	va_end(ap);
-	exit(1);
-}
-
 static void
 log_libevent(int severity, const char *msg)
 {

@@ -18,9 +18,6 @@ void log_debug(const char *comp, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void log_errx(const char *comp, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Logs and exits 1; only for main's start-up path. */
-void fatalx(const char *comp, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3), noreturn));
 
 /* Routes libevent's and OpenSSL's error queues through this API. */
 void log_hook_libraries(void);

@@ -1,13 +1,13 @@
-/* metrics.h: counters the workers bump without locks, rendered for Prometheus. */
+/*
+ * metrics.h: counters the workers bump without locks; the Prometheus page
+ * that sums them is daemon/ctl_metrics.c.
+ */
 #ifndef SLUICE_METRICS_H
 #define SLUICE_METRICS_H
 
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-
-struct daemon;
-struct evbuffer;
 
 /*
  * A table of counters keyed by two short strings (an action and a reason,
@@ -48,16 +48,10 @@ struct wmetrics {
 	struct mhist	decision;	/* first bytes complete to verdict */
 };
 
+/* The histograms' upper bucket bounds, in microseconds (+Inf past them). */
+extern const uint64_t mhist_bound_us[METRICS_BUCKETS];
+
 void	mtable_add(struct mtable *t, const char *a, const char *b);
 void	mhist_observe(struct mhist *h, uint64_t us);
-
-/*
- * Appends the Prometheus text format (0.0.4) of everything to out.  Main
- * thread; reads the workers' tables and the snapshot in force.
- */
-int	metrics_render(struct daemon *d, struct evbuffer *out);
-struct state;
-/* Connections open now, summed over the sandboxes of st. */
-unsigned long long metrics_open_conns(const struct state *st);
 
 #endif

@@ -18,7 +18,8 @@
  * source folder:
  *
  *   cc -DFUZZ_AUDITLINE_SEEDS -I. -I$s/src $s/tests/fuzz/fuzz_auditline.c \
- *       libsluice.a -ljansson -lsodium -lcrypto -o gen-auditline-seeds
+ *       libaudit.a libkeys.a libconf.a libparse.a libutil.a -ljansson -lsodium \
+ *       -lcrypto -o gen-auditline-seeds
  *   ./gen-auditline-seeds $s/tests/fuzz/corpus/auditline
  *
  * (with --enable-sanitizers, add the same -fsanitize flags).
@@ -38,9 +39,9 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "audit/auditfmt.h"
 #include "util/err.h"
 #include "keys/signkey.h"
+#include "audit/auditfmt.h"
 
 int	LLVMFuzzerInitialize(int *argc, char ***argv);
 int	LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);

@@ -28,9 +28,9 @@
 #include <strings.h>
 
 #include "util/addr.h"
-#include "parse/dnsmsg.h"
 #include "util/err.h"
 #include "util/names.h"
+#include "parse/dnsmsg.h"
 #include "parse/sniff.h"
 
 #define UPID	0x4242

@@ -18,6 +18,7 @@
 
 #include "util/err.h"
 #include "parse/httphead.h"
+#include "parse/httpwrite.h"
 
 #define MAXCUTS	16
 #define MAXEV	256

@@ -1,6 +1,6 @@
 /*
  * fuzz_httpresp.c: libFuzzer target for the upstream response stream
- * (httpresp.c) and the upstream request head (httpfwd.c).
+ * (httpresp.c) and the upstream request head (httpwrite.c).
  *
  * Input:
  *   byte 0   header_limit (bit 7: 65536, else 16 + 8 * the low 7 bits)
@@ -29,9 +29,9 @@
 #include <strings.h>
 
 #include "util/err.h"
-#include "parse/httpfwd.h"
 #include "parse/httphead.h"
 #include "parse/httpresp.h"
+#include "parse/httpwrite.h"
 
 #define MAXCUTS		16
 #define MAXEV		256

@@ -13,7 +13,7 @@
  * payloads); from the build folder, with s the source folder:
  *
  *   cc -DFUZZ_SEALED_SEEDS -I. -I$s/src $s/tests/fuzz/fuzz_sealed.c \
- *       $s/src/sealed.c $s/src/names.c $s/src/err.c \
+ *       $s/src/keys/sealed.c $s/src/util/names.c $s/src/util/err.c \
  *       -lidn2 -lsodium -lcrypto -o gen-sealed-seeds
  *   ./gen-sealed-seeds $s/tests/fuzz/corpus/sealed
  */

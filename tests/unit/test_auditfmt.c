@@ -18,10 +18,10 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "audit/auditfmt.h"
 #include "util/err.h"
 #include "keys/sealed.h"
 #include "keys/signkey.h"
+#include "audit/auditfmt.h"
 
 #define MAXREC	16
 #define TS	"2026-12-01T05:40:28.123Z"

@@ -20,8 +20,8 @@
 #include <openssl/x509v3.h>
 #include <sodium.h>
 
-#include "keys/ca.h"
 #include "util/err.h"
+#include "keys/ca.h"
 
 #define DAY	86400u
 

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "util/addr.h"
-#include "conf/config.h"
 #include "util/err.h"
 #include "util/yamltree.h"
+#include "conf/config.h"
 
 #define FIXTURE(f)	TEST_SRCDIR "/fixtures/config/" f
 

@@ -13,8 +13,8 @@
 #include <cmocka.h>
 
 #include "util/addr.h"
-#include "parse/dnsmsg.h"
 #include "util/err.h"
+#include "parse/dnsmsg.h"
 #include "parse/sniff.h"
 
 #define UPID	0x4242		/* the id of our upstream queries */

@@ -12,6 +12,7 @@
 
 #include "util/err.h"
 #include "parse/httphead.h"
+#include "parse/httpwrite.h"
 
 #define LIMIT	65536
 #define MAXEV	32

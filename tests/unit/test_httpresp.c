@@ -1,6 +1,6 @@
 /*
  * test_httpresp.c: the upstream response stream (httpresp.c) and the
- * upstream request head (httpfwd.c).
+ * upstream request head (httpwrite.c).
  */
 #include "autoconf.h"
 
@@ -14,9 +14,9 @@
 #include <cmocka.h>
 
 #include "util/err.h"
-#include "parse/httpfwd.h"
 #include "parse/httphead.h"
 #include "parse/httpresp.h"
+#include "parse/httpwrite.h"
 
 #define LIMIT	65536
 #define MAXEV	32

@@ -28,11 +28,11 @@
 #include <event2/event.h>
 
 #include "util/addr.h"
-#include "conf/config.h"
-#include "parse/dnsmsg.h"
 #include "util/err.h"
-#include "loop/resolve.h"
+#include "parse/dnsmsg.h"
 #include "parse/sniff.h"
+#include "conf/config.h"
+#include "loop/resolve.h"
 
 #define GUARD_S		30	/* a test that hangs this long fails */
 #define MAX_SEEN	8192

@@ -19,8 +19,8 @@
 #include <sodium.h>
 
 #include "conf/config.h"
-#include "keys/inject.h"
 #include "conf/policy.h"
+#include "keys/inject.h"
 #include "keys/sealed.h"
 #include "keys/secrets.h"
 

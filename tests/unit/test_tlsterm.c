@@ -19,8 +19,8 @@
 #include <openssl/x509v3.h>
 #include <sodium.h>
 
-#include "keys/ca.h"
 #include "util/err.h"
+#include "keys/ca.h"
 #include "keys/tlsterm.h"
 
 #define DAY	86400u

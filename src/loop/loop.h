@@ -1,0 +1,85 @@
+/*
+ * loop.h: what a connection may use of its thread.  A worker thread runs
+ * one event loop; everything a connection (or the DNS filter) reaches of
+ * it, and of the process behind it, is here, so a connection never needs
+ * the worker or the daemon.  Types only: this header includes no conn,
+ * dns, worker or daemon header, and a unit test can build a connection on
+ * a struct loop of its own.
+ *
+ * Thread: a loop's fields are its thread's, but for the pointers into the
+ * process (cfg, audit, dnsmem, TLS contexts, secrets), which are written
+ * once at start and only read after, and metrics, which scrapes read.
+ */
+#ifndef SLUICE_LOOP_H
+#define SLUICE_LOOP_H
+
+#include <sys/queue.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "util/metrics.h"
+
+struct audit;
+struct config;
+struct conn;
+struct dns_worker;
+struct dnsmem;
+struct event_base;
+struct evconnlistener;
+struct event;
+struct resolver;
+struct secret_store;
+struct ssl_ctx_st;
+struct state;
+struct tlsup;
+struct upool;
+
+TAILQ_HEAD(conn_list, conn);
+
+struct loop {
+	struct event_base	*base;
+	unsigned		 idx;		/* the worker's number */
+	time_t			 started;	/* the process's start */
+	const struct config	*cfg;
+	struct audit		*audit;
+	struct dnsmem		*dnsmem;	/* what the DNS filter answered */
+	struct ssl_ctx_st	*tls_down;	/* interception, towards sandboxes */
+	struct tlsup		*tls_up;	/* interception, towards upstreams */
+	const struct secret_store *secrets;	/* NULL: secrets are off */
+	struct resolver		*res;
+	struct upool		*upool;		/* idle intercepted upstreams */
+	struct state		*st;		/* the snapshot in force here (ref) */
+	struct dns_worker	*dns;		/* the DNS filter's state (dns.c) */
+	struct conn_list	 conns;
+	size_t			 nconns;
+	int			 draining;	/* exit once nconns is 0 */
+	time_t			 last_accept_warn;
+	char			*scratch;	/* guarded, INJECT_BUF bytes; on first use */
+	uint64_t		 rid_next;	/* injected requests' ids */
+	struct wmetrics		 metrics;	/* written here, read by scrapes */
+};
+
+/* loop.c */
+
+/* A connection of l went: a draining loop ends when none is left. */
+void	loop_conn_gone(struct loop *l);
+/*
+ * l's guarded scratch for rendering injected headers (INJECT_BUF bytes,
+ * locked; wiped by its user after each use), made on first use.  NULL
+ * when guarded memory is short.
+ */
+char	*loop_scratch(struct loop *l);
+
+/* listen.c: accepting that fails (out of descriptors, say). */
+
+/*
+ * Stops accepting on lev for a moment instead of spinning on the error;
+ * resume (from loop_resume_event) turns it back on.  Warns once a second
+ * at most.
+ */
+void	loop_pause_listener(struct loop *l, struct evconnlistener *lev,
+	    struct event *resume);
+struct event *loop_resume_event(struct loop *l, struct evconnlistener *lev);
+
+#endif
