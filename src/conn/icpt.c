@@ -17,6 +17,7 @@
  */
 #include "autoconf.h"
 
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -217,6 +218,26 @@ icpt_refuse(struct icpt *ic, int status, const char *error,
 		ic->closing = 1;
 		icpt_maybe_finish(ic);
 	}
+}
+
+void
+icpt_abort(struct icpt *ic, const char *reason)
+{
+	struct linger lg = { 1, 0 };
+	evutil_socket_t fd = bufferevent_getfd(ic->down);
+
+	log_debug("icpt", "%p answer cut: %s", (void *)ic->c, reason);
+	if (ic->qn > 0) {
+		struct icpt_req *r = icpt_q_head(ic);
+
+		r->action = "error";
+		r->reason = reason;
+		icpt_audit_request(ic, r);
+		icpt_q_pop(ic);
+	}
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	conn_close(ic->c, reason);
 }
 
 /* The answers owed before a held refusal are out: send it. */
@@ -568,6 +589,15 @@ icpt_timer(struct conn *c)
 	}
 	idle = mono_ms() - c->last_active;
 	if (idle >= cfg->timeouts.idle) {
+		/* An answer is owed: the sandbox is told, not left guessing. */
+		if (ic->qn > 0 && ic->phase == IC_REQUESTS &&
+		    ic->fail_reason == NULL) {
+			icpt_up_failed(ic, 504, "upstream-timeout", "no answer "
+			    "within timeouts.idle");
+			if (c->state != CS_CLOSED)
+				conn_arm_timer(c, cfg->timeouts.idle);
+			return;
+		}
 		conn_close(c, "idle-timeout");
 		return;
 	}

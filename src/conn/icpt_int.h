@@ -139,6 +139,16 @@ icpt_q_next(struct icpt *ic)
 	return &ic->q[(ic->qhead + ic->qn) % ICPT_MAX_PENDING];
 }
 
+/*
+ * Whether the sandbox got the final head of the oldest request's answer
+ * already (its status is set then): past that, no answer of ours fits.
+ */
+static inline int
+icpt_answer_started(struct icpt *ic)
+{
+	return ic->qn > 0 && ic->q[ic->qhead].status != 0;
+}
+
 /* Drops the oldest request (qn > 0); its record was written. */
 static inline void
 icpt_q_pop(struct icpt *ic)
@@ -168,6 +178,13 @@ void	icpt_send_down(struct icpt *ic, const void *buf, size_t len);
  */
 void	icpt_refuse(struct icpt *ic, int status, const char *error,
 	    const char *reason, const char *detail, int close);
+/*
+ * The answer under way cannot be finished (the upstream failed or reset
+ * in its middle): its request gets its record, and the sandbox's
+ * connection is reset, never ended cleanly, so what it got cannot pass
+ * for a whole answer.  Closes c.
+ */
+void	icpt_abort(struct icpt *ic, const char *reason);
 /* Sends a held refusal once no answer is owed before it. */
 void	icpt_release_refusal(struct icpt *ic);
 /* Ends a closing connection once the sandbox has everything; may close c. */

@@ -141,6 +141,11 @@ icpt_up_failed(struct icpt *ic, int status, const char *reason,
 	ic->fail_reason = reason;
 	/* Nothing more is read from it, nor pumped to the sandbox. */
 	icpt_up_discard(ic);
+	if (icpt_answer_started(ic)) {
+		/* An answer is under way: no answer of ours may follow it. */
+		icpt_abort(ic, reason);
+		return;
+	}
 	if (ic->qn > 0) {
 		struct icpt_req *r = icpt_q_head(ic);
 
@@ -357,6 +362,12 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 	icpt_pump_responses(ic);
 	if (c->state == CS_CLOSED || ic->up != bev)
 		return;		/* closed, or failed and dropped, meanwhile */
+	if ((what & BEV_EVENT_ERROR) && icpt_answer_started(ic)) {
+		/* A reset is no end: a close-delimited answer is cut too. */
+		icpt_up_discard(ic);
+		icpt_abort(ic, "upstream-reset");
+		return;
+	}
 	if (http_resps_finish(ic->resps, &rh, &why) == HTTP_RESP_END &&
 	    ic->qn > 0) {
 		struct icpt_req *r = icpt_q_head(ic);

@@ -227,7 +227,21 @@ relay_on_read(struct half *h)
 		if (n == -1) {
 			if (errno == EAGAIN || errno == EINTR)
 				return;
-			conn_close(c, errno == ECONNRESET ? "reset" : "read-error");
+			if (errno == ECONNRESET) {
+				/*
+				 * A reset is no end of stream: the peer gets one
+				 * too, so a close-delimited answer cut short does
+				 * not look whole.
+				 */
+				struct linger lg = { 1, 0 };
+
+				if (h->peer->fd != -1)
+					setsockopt(h->peer->fd, SOL_SOCKET,
+					    SO_LINGER, &lg, sizeof(lg));
+				conn_close(c, "reset");
+				return;
+			}
+			conn_close(c, "read-error");
 			return;
 		}
 		if (n == 0) {

@@ -23,8 +23,8 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "audit/audit.h"
 #include "keys/signkey.h"
+#include "audit/audit.h"
 
 static struct audit *a;
 static int waiting;

@@ -21,6 +21,9 @@
 #
 #   crash_*   remote crashes: a refused answer with bytes still coming on a
 #             pipelined connection, an upstream that drops SYNs
+#   abort_*   an upstream that resets mid-answer: the sandbox is reset too,
+#             intercepted and passed through (issue 15, fault 6)
+#   noanswer_504  an upstream that never answers gets a 504 (fault 7)
 #   pre_*     the explicit proxy judges names and addresses before any
 #             resolution or 200: CONNECT, absolute form, every refused kind
 #   dnsq_*    no query ever reaches the resolver for a name the policy does
@@ -75,7 +78,8 @@ px() { hc --proxy http://198.18.0.1:3128 "$@"; }
 
 # raw HOST PORT TLS_NAME FILE: sends FILE's bytes from sb (over TLS when
 # TLS_NAME is not "-", trusting box's CA), then reads until the peer closes
-# (8 s at most); what came back is in $WORK/raw.out.
+# (8 s at most); what came back is in $WORK/raw.out, how it ended (a
+# reset, TLS without close_notify) in $WORK/raw.err.
 raw() {
 	last="raw $*"
 	in_sb "$PY" - "$@" >"$WORK/raw.out" 2>"$WORK/raw.err" <<-EOF
@@ -84,7 +88,9 @@ raw() {
 	s = socket.create_connection((host, port), timeout=8)
 	if name != "-":
 	    ctx = ssl.create_default_context(cafile="$BOX_CA")
-	    s = ctx.wrap_socket(s, server_hostname=name)
+	    # an end without close_notify is an error, not a clean end
+	    s = ctx.wrap_socket(s, server_hostname=name,
+	                        suppress_ragged_eofs=False)
 	s.sendall(open(f, "rb").read())
 	end = time.time() + 8
 	while time.time() < end:
@@ -240,7 +246,47 @@ crash_stall_pipelined() {
 	t1=$(date +%s%N)
 	grep -q '^0123456789' "$WORK/raw.out" || { why="the answer's start did not come: $(short "$out")"; return 1; }
 	[ $(( (t1 - t0) / 1000000 )) -lt 7000 ] || { why="still open after $(( (t1 - t0) / 1000000 )) ms"; return 1; }
+	cut_not_ended || return 1
 	alive
+}
+# cut_not_ended: the last raw answer had one head and ended in a reset:
+# no answer of sluice's written into the body, no clean end
+cut_not_ended() {
+	[ "$(grep -ao 'HTTP/1\.1 [0-9][0-9][0-9]' "$WORK/raw.out" | wc -l)" = 1 ] ||
+	    { why="another answer was written into the cut one: $(short "$out")"; return 1; }
+	# a reset, or (TLS) an end without close_notify: either way not clean
+	grep -qiE 'reset|EOF occurred in violation' "$WORK/raw.err" ||
+	    { why="the cut answer ended cleanly: $(short "$(cat "$WORK/raw.err")")"; return 1; }
+}
+# An upstream that resets in the middle of an answer, framed by length or
+# by the close: the sandbox's connection is reset too, never ended cleanly
+abort_reset_intercepted() {
+	local q
+	for q in '' '?close=1'; do
+		printf 'GET /reset-mid%s HTTP/1.1\r\nHost: allowed.test\r\n\r\n' "$q" >"$WORK/req"
+		raw 198.18.1.10 443 allowed.test "$WORK/req"
+		grep -q '^0123456789' "$WORK/raw.out" || { why="/reset-mid$q: the answer's start did not come: $(short "$out")"; return 1; }
+		cut_not_ended || { why="/reset-mid$q: $why"; return 1; }
+	done
+	alive
+}
+# the same through the splice path (plain HTTP, passed through)
+abort_reset_passthrough() {
+	printf 'GET /reset-mid?close=1 HTTP/1.1\r\nHost: other.test\r\n\r\n' >"$WORK/req"
+	raw 198.18.1.11 80 - "$WORK/req"
+	grep -q '^0123456789' "$WORK/raw.out" || { why="the answer's start did not come: $(short "$out")"; return 1; }
+	cut_not_ended
+}
+# An upstream that accepts and never answers: 504 once timeouts.idle (3 s)
+# is up, not a silent close
+noanswer_504() {
+	local t0 t1
+	t0=$(date +%s%N)
+	HC_MAX=12 hc 'https://allowed.test/slow?ms=9000'
+	t1=$(date +%s%N)
+	[ "$cst" = 504 ] || { why="$cst (exit $cexit), want 504: $(short "$out")"; return 1; }
+	jq -e '.reason == "upstream-timeout"' "$WORK/c.b" >/dev/null || { why="$(short "$(cat "$WORK/c.b")")"; return 1; }
+	[ $(( (t1 - t0) / 1000000 )) -lt 6000 ] || { why="the 504 took $(( (t1 - t0) / 1000000 )) ms"; return 1; }
 }
 # An intercepted request whose upstream drops SYNs: 504 after
 # timeouts.connect (1 s), and sluiced lives on.
@@ -270,6 +316,9 @@ crash_dropsyn_pipelined() {
 check crash_coded_pipelined crash_coded_pipelined
 check crash_malformed_pipelined crash_malformed_pipelined
 check crash_stall_pipelined crash_stall_pipelined
+check abort_reset_intercepted abort_reset_intercepted
+check abort_reset_passthrough abort_reset_passthrough
+check noanswer_504 noanswer_504
 check crash_dropsyn crash_dropsyn
 check crash_dropsyn_pipelined crash_dropsyn_pipelined
 

@@ -37,6 +37,9 @@ per listener, each connection in its own thread):
         first space, inside a longer JSON text) and percent-encoded;
         Content-Length, or chunked in N-byte chunks, or close-delimited;
         Content-Encoding: CODING on request; after waiting N ms
+    /reset-mid[?close=1]  a head with Content-Length 1000 (with close=1:
+        close-delimited) and 10 bytes of body, then a TCP reset: an
+        upstream that dies mid-answer
     /stall?ms=N  a head with Content-Length 1000000 and 10 bytes of body,
         then nothing for N ms (default 20000), then the end of the
         connection: an upstream that stops mid-answer
@@ -312,6 +315,21 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
             left -= len(b)
         return h.hexdigest(), n, False
 
+    def _reset(self):
+        """Ends the connection with a TCP reset (SO_LINGER 0), whatever
+        TLS or HTTP framing was under way."""
+        self.close_connection = True
+        try:
+            raw = self.connection
+            if hasattr(raw, "unwrap"):      # TLS: reset the socket below
+                raw = socket.socket(fileno=os.dup(raw.fileno()))
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                           struct.pack("ii", 1, 0))
+            raw.close()
+            self.connection.close()
+        except OSError:
+            pass
+
     def _reflect(self, q, body_wanted):
         """/reflect: the value of request header h (default Authorization)
         sent back in a response header and in the body, as is and encoded,
@@ -400,6 +418,15 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
             return
         if u.path == "/reflect":
             self._reflect(q, body_wanted)
+            return
+        if u.path == "/reset-mid":
+            frame = (b"Connection: close\r\n" if q.get("close", ["0"])[0] == "1"
+                     else b"Content-Length: 1000\r\n")
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" +
+                             frame + b"\r\n0123456789")
+            self.wfile.flush()
+            time.sleep(0.2)
+            self._reset()
             return
         if u.path == "/stall":
             self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n"
