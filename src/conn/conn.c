@@ -70,6 +70,29 @@ conn_arm_timer(struct conn *c, unsigned ms)
 	evtimer_add(c->timer, &tv);
 }
 
+unsigned
+conn_next_wake(const struct conn *c, uint64_t now)
+{
+	uint64_t idle_at = c->last_active + c->l->cfg->timeouts.idle;
+	uint64_t at = idle_at;
+
+	if (c->head_deadline != 0 && c->head_deadline < at)
+		at = c->head_deadline;
+	return at > now ? (unsigned)(at - now) : 0;
+}
+
+void
+conn_head_started(struct conn *c)
+{
+	uint64_t now;
+
+	if (c->head_deadline != 0)
+		return;
+	now = mono_ms();
+	c->head_deadline = now + c->l->cfg->timeouts.handshake;
+	conn_arm_timer(c, conn_next_wake(c, now));
+}
+
 int
 conn_half_init(struct conn *c, struct half *h, int fd)
 {
@@ -429,11 +452,12 @@ step_sniff(struct conn *c)
 {
 	const struct config *cfg = c->l->cfg;
 	enum sniff_proto p;
-	size_t cap;
+	size_t cap, had;
 	int r;
 
 	cap = cfg->limits.client_hello_bytes > cfg->limits.header_bytes ?
 	    cfg->limits.client_hello_bytes : cfg->limits.header_bytes;
+	had = c->peeklen;
 	if ((r = conn_peek_read(c, cap)) == 1 && c->peeklen == 0)
 		return;
 	if (r == SL_ERR_NOT_FOUND) {
@@ -444,8 +468,11 @@ step_sniff(struct conn *c)
 		conn_close(c, r == SL_ERR_IO ? "read-error" : "out-of-memory");
 		return;
 	}
-	if (c->proto == -1 && c->peeklen > 0) {
-		/* Bytes arrived: the first-byte wait becomes the handshake limit. */
+	if (c->proto == -1 && had == 0 && c->peeklen > 0) {
+		/*
+		 * The first bytes arrived: the first-byte wait becomes the
+		 * handshake limit, counted from them (not from each later byte).
+		 */
 		conn_arm_timer(c, cfg->timeouts.handshake);
 	}
 	if (sniff_proto(c->peek, c->peeklen, &p) == PARSE_NEED_MORE) {
@@ -703,7 +730,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 	const struct config *cfg = c->l->cfg;
-	uint64_t idle;
+	uint64_t idle, now;
 
 	switch (c->state) {
 	case CS_SNIFF:
@@ -728,12 +755,17 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		conn_deny(c, "upstream-timeout", c->dec.rule);
 		return;
 	case CS_RELAY:
-		idle = mono_ms() - c->last_active;
+		now = mono_ms();
+		if (c->head_deadline != 0 && now >= c->head_deadline) {
+			conn_close(c, "handshake-timeout");
+			return;
+		}
+		idle = now - c->last_active;
 		if (idle >= cfg->timeouts.idle) {
 			conn_close(c, "idle-timeout");
 			return;
 		}
-		conn_arm_timer(c, cfg->timeouts.idle - (unsigned)idle);
+		conn_arm_timer(c, conn_next_wake(c, now));
 		return;
 	case CS_ICPT:
 		icpt_timer(c);

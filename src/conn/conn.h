@@ -46,6 +46,7 @@ struct conn {
 	uint64_t	 judging_us;	/* first bytes complete (monotonic us) */
 	int		 observed;	/* verdict latency recorded */
 	uint64_t	 last_active;	/* monotonic milliseconds */
+	uint64_t	 head_deadline;	/* a later head must be whole by then; 0: none */
 
 	struct sl_addr	 src, dst;	/* dst: the original destination */
 	uint16_t	 src_port, dst_port;

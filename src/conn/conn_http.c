@@ -284,6 +284,8 @@ pump_loop(struct conn *c)
 		case HTTP_EV_NEED_MORE:
 			if (c->in_body)
 				c->hfwd = c->hparsed;
+			else if (c->hlen > c->hfwd)
+				conn_head_started(c);	/* a later head, not whole */
 			if (flush_judged(c) != 0)
 				conn_close(c, "out-of-memory");
 			else
@@ -291,6 +293,7 @@ pump_loop(struct conn *c)
 			return;
 		case HTTP_EV_HEAD:
 			c->head = h;
+			c->head_deadline = 0;
 			judge_later(c);
 			if (c->state != CS_RELAY || c->http_hold)
 				return;

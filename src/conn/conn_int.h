@@ -21,6 +21,15 @@ struct resolve_answer;
 struct conn *conn_new(struct loop *l, int fd, enum listener_kind kind);
 void	conn_set_state(struct conn *c, enum conn_state s);
 void	conn_arm_timer(struct conn *c, unsigned ms);
+/*
+ * A head after the first began (its first byte came): it must be whole
+ * within timeouts.handshake from now, however slowly its bytes come
+ * (each resets the idle limit, not this).  The caller sets
+ * c->head_deadline to 0 once the head is whole.
+ */
+void	conn_head_started(struct conn *c);
+/* Milliseconds until the idle limit or the head deadline, whichever is first. */
+unsigned conn_next_wake(const struct conn *c, uint64_t now);
 void	conn_step(struct conn *c);
 void	conn_deny(struct conn *c, const char *reason, const char *rule);
 void	conn_decided(struct conn *c);

@@ -71,7 +71,9 @@ destination_known(struct conn *c)
 		relay_flush(&c->down);
 		/* The client waited for the 200; now its tunnel bytes come. */
 		half_want_read(&c->down, 1);
-		conn_arm_timer(c, c->l->cfg->timeouts.first_byte);
+		/* Tunnel bytes that came with the CONNECT started the handshake. */
+		conn_arm_timer(c, c->peeklen > 0 ? c->l->cfg->timeouts.handshake :
+		    c->l->cfg->timeouts.first_byte);
 		if (c->peeklen > 0)
 			conn_step(c);
 		return;

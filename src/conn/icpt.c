@@ -581,13 +581,18 @@ icpt_timer(struct conn *c)
 {
 	const struct config *cfg = c->l->cfg;
 	struct icpt *ic = c->icpt;
-	uint64_t idle;
+	uint64_t idle, now;
 
 	if (ic->phase == IC_HANDSHAKE) {
 		conn_close(c, "handshake-timeout");
 		return;
 	}
-	idle = mono_ms() - c->last_active;
+	now = mono_ms();
+	if (c->head_deadline != 0 && now >= c->head_deadline) {
+		conn_close(c, "handshake-timeout");	/* a head too slow */
+		return;
+	}
+	idle = now - c->last_active;
 	if (idle >= cfg->timeouts.idle) {
 		/* An answer is owed: the sandbox is told, not left guessing. */
 		if (ic->qn > 0 && ic->phase == IC_REQUESTS &&
@@ -601,5 +606,5 @@ icpt_timer(struct conn *c)
 		conn_close(c, "idle-timeout");
 		return;
 	}
-	conn_arm_timer(c, cfg->timeouts.idle - (unsigned)idle);
+	conn_arm_timer(c, conn_next_wake(c, now));
 }

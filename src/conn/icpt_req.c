@@ -477,10 +477,14 @@ icpt_pump_requests(struct icpt *ic)
 				if (ic->last_request && !ic->expect_tunnel)
 					ic->hold = 1;	/* it said close */
 			}
+			if (ev == HTTP_EV_NEED_MORE && ic->body == BODY_NONE &&
+			    !ic->expect_tunnel)
+				conn_head_started(ic->c);	/* a head, not whole */
 			if (ev == HTTP_EV_NEED_MORE && used == 0)
 				return;
 			break;
 		case HTTP_EV_HEAD:
+			ic->c->head_deadline = 0;
 			ic->from_sandbox += used;
 			evbuffer_drain(in, used);
 			ic->expect_tunnel = h->upgrade || h->is_connect;

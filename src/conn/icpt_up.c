@@ -355,7 +355,12 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 			icpt_up_failed(ic, 504, "upstream-timeout", NULL);
 			return;
 		}
-		conn_close(c, "idle-timeout");
+		/*
+		 * Nothing owed and the upstream idle: it goes, the sandbox's
+		 * connection stays (its own idle limit is the connection's
+		 * timer); the next request opens another.
+		 */
+		icpt_up_discard(ic);
 		return;
 	}
 	/* EOF or error: a close-delimited answer ends here, anything else is cut. */

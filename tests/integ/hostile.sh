@@ -24,6 +24,8 @@
 #   abort_*   an upstream that resets mid-answer: the sandbox is reset too,
 #             intercepted and passed through (issue 15, fault 6)
 #   noanswer_504  an upstream that never answers gets a 504 (fault 7)
+#   deadline_*  ClientHellos and later heads sent a byte at a time are cut
+#             timeouts.handshake after their first byte (fault 4)
 #   pre_*     the explicit proxy judges names and addresses before any
 #             resolution or 200: CONNECT, absolute form, every refused kind
 #   dnsq_*    no query ever reaches the resolver for a name the policy does
@@ -321,6 +323,97 @@ check abort_reset_passthrough abort_reset_passthrough
 check noanswer_504 noanswer_504
 check crash_dropsyn crash_dropsyn
 check crash_dropsyn_pipelined crash_dropsyn_pipelined
+
+# ================================================================ deadline
+
+# dribble HOST PORT TLS_NAME FIRST DRIP: from sb, sends the bytes of file
+# FIRST at once (and reads its answer, when FIRST is not empty), then the
+# bytes of DRIP one every DRIP_S s (0.5; each resets the idle limit, 3 s); prints
+# the seconds from the first dripped byte until sluiced closed, or "open"
+# after 14 s.
+DRIP_S=0.5
+dribble() {
+	last="dribble $*"
+	in_sb "$PY" - "$@" 2>"$WORK/raw.err" <<-EOF
+	import select, socket, ssl, sys, time
+	host, port, name, first, drip = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+	s = socket.create_connection((host, port), timeout=8)
+	if name != "-":
+	    ctx = ssl.create_default_context(cafile="$BOX_CA")
+	    s = ctx.wrap_socket(s, server_hostname=name)
+	first = open(first, "rb").read()
+	if first:
+	    s.sendall(first)
+	    got = b""
+	    while b"\r\n\r\n" not in got:
+	        got += s.recv(65536)
+	    time.sleep(0.3)
+	    s.setblocking(False)
+	    try:
+	        while s.recv(65536):
+	            pass
+	    except (ssl.SSLWantReadError, BlockingIOError):
+	        pass
+	    s.setblocking(True)
+	drip = open(drip, "rb").read()
+	t0 = time.time()
+	i = 0
+	while time.time() - t0 < 14:
+	    if i < len(drip):
+	        try:
+	            s.send(drip[i:i + 1])
+	        except OSError:
+	            print("%.1f" % (time.time() - t0)); sys.exit(0)
+	        i += 1
+	    r, _, _ = select.select([s], [], [], $DRIP_S)
+	    if r:
+	        try:
+	            b = s.recv(65536)
+	        except (ssl.SSLError, OSError):
+	            b = b""
+	        if not b:
+	            print("%.1f" % (time.time() - t0)); sys.exit(0)
+	print("open")
+	EOF
+}
+# deadline_within SECONDS OUT: the dribble was cut in time
+deadline_within() {
+	[ "$2" != open ] && [ "${2%.*}" -lt "$1" ] ||
+	    { why="$last: closed after ${2}s, want under ${1}s (handshake: 5s)"; return 1; }
+}
+# the handshake limit counts from the first byte, not from each byte
+deadline_sniff() {
+	local t
+	# the longest method sniffing must wait on, 1.2 s a byte: each of its
+	# bytes once restarted the limit (cut at 13 s instead of 5)
+	: >"$WORK/first"
+	printf 'OPTIONS / HTTP/1.1\r\nHost: other.test\r\n\r\n' >"$WORK/drip"
+	t=$(DRIP_S=1.2 dribble 198.18.1.11 80 - "$WORK/first" "$WORK/drip")
+	deadline_within 8 "$t"
+}
+# a later head on kept-alive plain HTTP, one byte at a time
+deadline_http_head() {
+	local t
+	printf 'GET / HTTP/1.1\r\nHost: other.test\r\n\r\n' >"$WORK/first"
+	printf 'GET / HTTP/1.1\r\nHost: other.test\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n' >"$WORK/drip"
+	t=$(dribble 198.18.1.11 80 - "$WORK/first" "$WORK/drip")
+	deadline_within 8 "$t"
+}
+# the same on an intercepted connection, after a first request
+deadline_icpt_head() {
+	local t off
+	printf 'GET /pub/one HTTP/1.1\r\nHost: allowed.test\r\n\r\n' >"$WORK/first"
+	printf 'GET /pub/two HTTP/1.1\r\nHost: allowed.test\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n' >"$WORK/drip"
+	off=$(audit_lines)
+	t=$(dribble 198.18.1.10 443 allowed.test "$WORK/first" "$WORK/drip")
+	deadline_within 8 "$t" || return 1
+	# cut by the head's deadline, not by the upstream's idle limit (3 s)
+	audit_has "$off" 'type=conn sni=allowed.test close=handshake-timeout'
+}
+
+check deadline_sniff deadline_sniff
+check deadline_http_head deadline_http_head
+check deadline_icpt_head deadline_icpt_head
 
 # ================================================================ pre
 
