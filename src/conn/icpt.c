@@ -149,22 +149,55 @@ icpt_maybe_finish(struct icpt *ic)
 	conn_close(ic->c, "closed");
 }
 
+size_t
+icpt_down_queued(struct icpt *ic)
+{
+	struct bufferevent *under = bufferevent_get_underlying(ic->down);
+	size_t n = evbuffer_get_length(bufferevent_get_output(ic->down));
+
+	if (under != NULL)
+		n += evbuffer_get_length(bufferevent_get_output(under));
+	return n;
+}
+
+/* The sandbox took some of what was queued: read the upstream again. */
+static void
+resume_up(struct icpt *ic)
+{
+	if (ic->up != NULL)
+		bufferevent_enable(ic->up, EV_READ);
+	icpt_pump_responses(ic);
+}
+
 static void
 finish_cb(evutil_socket_t fd, short what, void *arg)
 {
-	icpt_maybe_finish(arg);
+	struct icpt *ic = arg;
+
+	if (ic->phase == IC_CLOSED)
+		return;
+	if (ic->closing)
+		icpt_maybe_finish(ic);
+	else
+		resume_up(ic);
 }
 
-/* The socket's queue shrank; once empty, a closing connection may end. */
+/*
+ * The socket's queue shrank: once empty, a closing connection may end;
+ * below half the bound, an upstream paused for it is read again.
+ */
 static void
 under_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
     void *arg)
 {
 	struct icpt *ic = arg;
 
+	if (ic->phase == IC_CLOSED || info->n_deleted == 0)
+		return;
 	/* Not from inside libevent's write path: on the next loop turn. */
-	if (ic->phase != IC_CLOSED && ic->closing && info->n_deleted > 0 &&
-	    evbuffer_get_length(buf) == 0)
+	if (ic->closing ? evbuffer_get_length(buf) == 0 :
+	    ic->up != NULL && !(bufferevent_get_enabled(ic->up) & EV_READ) &&
+	    icpt_down_queued(ic) <= ICPT_HIGH / 2)
 		event_active(ic->finish, EV_TIMEOUT, 0);
 }
 
@@ -287,9 +320,8 @@ down_write_cb(struct bufferevent *bev, void *arg)
 		icpt_maybe_finish(ic);
 		return;
 	}
-	if (ic->up != NULL)
-		bufferevent_enable(ic->up, EV_READ);
-	icpt_pump_responses(ic);
+	if (icpt_down_queued(ic) <= ICPT_HIGH / 2)
+		resume_up(ic);
 }
 
 static void

@@ -170,6 +170,11 @@ void	icpt_touch(struct icpt *ic);
 void	icpt_audit_request(struct icpt *ic, struct icpt_req *r);
 /* Lets go of the secrets r holds (without a record). */
 void	icpt_req_release(struct icpt_req *r);
+/*
+ * Bytes queued for the sandbox, in the TLS layer and below it in the
+ * socket's buffer: what the bound ICPT_HIGH counts.
+ */
+size_t	icpt_down_queued(struct icpt *ic);
 /* Queues len bytes of buf for the sandbox. */
 void	icpt_send_down(struct icpt *ic, const void *buf, size_t len);
 /*

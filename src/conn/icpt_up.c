@@ -478,7 +478,7 @@ icpt_pump_responses(struct icpt *ic)
 	    ic->resp_open)) {
 		in = bufferevent_get_input(ic->up);
 		out = bufferevent_get_output(ic->down);
-		if (evbuffer_get_length(out) > ICPT_HIGH) {
+		if (icpt_down_queued(ic) > ICPT_HIGH) {
 			bufferevent_disable(ic->up, EV_READ);	/* the sandbox reads slowly */
 			return;
 		}

@@ -24,6 +24,8 @@
 #   abort_*   an upstream that resets mid-answer: the sandbox is reset too,
 #             intercepted and passed through (issue 15, fault 6)
 #   noanswer_504  an upstream that never answers gets a 504 (fault 7)
+#   mem_slow_reader  a sandbox that does not read its answer holds sluiced
+#             to the bound, not the answer's size (fault 3)
 #   deadline_*  ClientHellos and later heads sent a byte at a time are cut
 #             timeouts.handshake after their first byte (fault 4)
 #   pre_*     the explicit proxy judges names and addresses before any
@@ -323,6 +325,46 @@ check abort_reset_passthrough abort_reset_passthrough
 check noanswer_504 noanswer_504
 check crash_dropsyn crash_dropsyn
 check crash_dropsyn_pipelined crash_dropsyn_pipelined
+
+# ================================================================ mem
+
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$SL_PID/status"; }
+# A 64 MiB answer to a sandbox that does not read for 2.5 s: what sluiced
+# holds for it stays near the bound (256 KiB a side), not the answer's
+# size (issue 15, fault 3); then the sandbox reads it all, whole.
+mem_slow_reader() {
+	local before during got
+	hc https://allowed.test/pub/warm >/dev/null
+	before=$(rss_kb)
+	in_sb "$PY" - "$BOX_CA" >"$WORK/slow.out" 2>&1 <<-'EOF' &
+	import socket, ssl, sys, time
+	ctx = ssl.create_default_context(cafile=sys.argv[1])
+	s = ctx.wrap_socket(socket.create_connection(("198.18.1.10", 443), timeout=20),
+	                    server_hostname="allowed.test")
+	s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+	s.sendall(b"GET /big?n=67108864 HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+	time.sleep(2.5)		# timeouts.idle is 3 s
+	n = 0
+	while True:
+	    b = s.recv(1 << 20)
+	    if not b:
+	        break
+	    n += len(b)
+	    if n >= 67108864:
+	        break
+	print(n)
+	EOF
+	local pid=$!
+	sleep 2
+	during=$(rss_kb)
+	wait "$pid"
+	got=$(tail -1 "$WORK/slow.out")
+	[ $(( during - before )) -lt 24576 ] ||
+	    { why="sluiced grew by $(( (during - before) / 1024 )) MiB while the sandbox did not read"; return 1; }
+	[ "${got:-0}" -ge 67108864 ] || { why="the sandbox got $got bytes: $(short "$(cat "$WORK/slow.out")")"; return 1; }
+}
+
+check mem_slow_reader mem_slow_reader
 
 # ================================================================ deadline
 
