@@ -353,6 +353,27 @@ down_event_cb(struct bufferevent *bev, short what, void *arg)
 		conn_close(c, "client-tls-failed");
 		return;
 	}
+	if ((what & BEV_EVENT_EOF) && ic->phase == IC_REQUESTS &&
+	    ic->body == BODY_NONE && ic->qn > 0) {
+		/*
+		 * Half-closed after its requests (its end came after whole
+		 * heads and bodies): they are answered, then it ends.
+		 */
+		icpt_q_tail(ic)->close = 1;
+		ic->last_request = 1;
+		ic->hold = 1;
+		bufferevent_enable(ic->down, EV_WRITE);
+		return;
+	}
+	if ((what & BEV_EVENT_EOF) && ic->phase == IC_REQUESTS &&
+	    ic->body == BODY_NONE && icpt_down_queued(ic) > 0) {
+		/* Answered already: what is queued for it still goes. */
+		ic->hold = 1;
+		ic->closing = 1;
+		bufferevent_enable(ic->down, EV_WRITE);
+		icpt_maybe_finish(ic);
+		return;
+	}
 	/* The sandbox is gone or done: nothing more can reach it. */
 	conn_close(c, (what & BEV_EVENT_EOF) ? "client-closed" : "read-error");
 }

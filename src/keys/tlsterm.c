@@ -558,8 +558,15 @@ tlsterm_ctx_new(void)
 	    SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_key_cb) != 1)
 		goto out;
 	SSL_CTX_set_security_level(ctx, 2);
+	/*
+	 * A sandbox that half-closes (FIN without close_notify) after its
+	 * requests still gets its answers: its end is an end of reading, not
+	 * a fatal error.  HTTP framing, not the TLS end, says whether a
+	 * request was whole.
+	 */
 	SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION |
-	    SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+	    SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE |
+	    SSL_OP_IGNORE_UNEXPECTED_EOF);
 	SSL_CTX_clear_options(ctx, SSL_OP_NO_TICKET);
 	/* Resumption by the sandbox's own tickets only (ticket_key_cb). */
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);

@@ -24,6 +24,8 @@
 #   abort_*   an upstream that resets mid-answer: the sandbox is reset too,
 #             intercepted and passed through (issue 15, fault 6)
 #   noanswer_504  an upstream that never answers gets a 504 (fault 7)
+#   half_close_answered  a sandbox that half-closes after its requests
+#             gets their answers (fault 5)
 #   mem_slow_reader  a sandbox that does not read its answer holds sluiced
 #             to the bound, not the answer's size (fault 3)
 #   deadline_*  ClientHellos and later heads sent a byte at a time are cut
@@ -325,6 +327,52 @@ check abort_reset_passthrough abort_reset_passthrough
 check noanswer_504 noanswer_504
 check crash_dropsyn crash_dropsyn
 check crash_dropsyn_pipelined crash_dropsyn_pipelined
+
+# ================================================================ half
+
+# half_close HOST PORT TLS_NAME FILE: sends FILE, then ends its side
+# (FIN, no close_notify), then reads the answer until sluiced closes
+half_close() {
+	last="half_close $*"
+	in_sb "$PY" - "$@" >"$WORK/raw.out" 2>"$WORK/raw.err" <<-EOF
+	import os, socket, ssl, sys
+	host, port, name, f = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+	s = socket.create_connection((host, port), timeout=8)
+	if name != "-":
+	    ctx = ssl.create_default_context(cafile="$BOX_CA")
+	    s = ctx.wrap_socket(s, server_hostname=name)
+	s.sendall(open(f, "rb").read())
+	# the socket's FIN, below TLS: no close_notify
+	d = socket.socket(fileno=os.dup(s.fileno()))
+	d.shutdown(socket.SHUT_WR)
+	d.close()
+	try:
+	    while True:
+	        b = s.recv(65536)
+	        if not b:
+	            break
+	        sys.stdout.buffer.write(b)
+	except (OSError, ssl.SSLError) as e:
+	    sys.stderr.write("recv: %s\n" % e)
+	EOF
+	out=$(head -c 600 "$WORK/raw.out")
+}
+# A sandbox that half-closes after its requests still gets its answers,
+# over intercepted TLS and intercepted plain HTTP (issue 15, fault 5)
+half_close_answered() {
+	local n
+	printf 'GET /pub/h1 HTTP/1.1\r\nHost: allowed.test\r\n\r\nGET /pub/h2 HTTP/1.1\r\nHost: allowed.test\r\n\r\n' >"$WORK/req"
+	for n in "198.18.1.10 443 allowed.test" "198.18.1.10 80 -"; do
+		snap
+		# shellcheck disable=SC2086
+		half_close $n "$WORK/req"
+		[ "$(grep -ac '^HTTP/1.1 200' "$WORK/raw.out")" = 2 ] ||
+		    { why="$n: want two answers: $(short "$out") $(cat "$WORK/raw.err")"; return 1; }
+		upx 'allowed-tls.requests=2' || { why="$n: $why"; return 1; }
+	done
+}
+
+check half_close_answered half_close_answered
 
 # ================================================================ mem
 
