@@ -189,6 +189,27 @@ api() {
 	printf '%s\n' "$out" >>"$API_SEEN"
 }
 
+# in_sb CMD...: CMD in the sandbox sb (30 s at most).
+in_sb() { timeout 30 ip netns exec "$NS_SB" "$@"; }
+
+cst="" cexit="" chdrs="" cerr=""
+# hc [CURL-ARGS...] URL: curl from sb trusting box's CA only (at most
+# HC_MAX seconds, default 8), with the script's RESOLVE array; sets cst
+# (the status), cexit, chdrs (response heads), cerr (stderr); the body is
+# in $WORK/c.b.  What the sandbox got is also appended to $SEEN for the
+# leak scan.
+hc() {
+	last="curl $*"
+	rm -f "$WORK/c.h" "$WORK/c.b"
+	cst=$(in_sb curl -sS --max-time "${HC_MAX:-8}" --cacert "$BOX_CA" "${RESOLVE[@]}" \
+	    -D "$WORK/c.h" -o "$WORK/c.b" -w '%{http_code}' "$@" 2>"$WORK/c.e")
+	cexit=$?
+	chdrs=$(tr -d '\r' <"$WORK/c.h" 2>/dev/null)
+	cerr=$(cat "$WORK/c.e")
+	cat "$WORK/c.h" "$WORK/c.b" "$WORK/c.e" >>"$SEEN" 2>/dev/null
+	out="$cst $(head -c 400 "$WORK/c.b" 2>/dev/null) $(tail -3 "$WORK/c.e")"
+}
+
 # cwant CODE [JQ...]: the last curl got CODE and its JSON body passes each test.
 cwant() {
 	local code=$1 t

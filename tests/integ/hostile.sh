@@ -63,24 +63,7 @@ check_failed() {
 }
 short() { printf '%s' "$1" | tr '\n' ' ' | head -c 600; }
 
-in_sb() { timeout 30 ip netns exec "$NS_SB" "$@"; }
 RESOLVE=(--resolve allowed.test:443:198.18.1.10 --resolve dropsyn.test:443:198.18.1.21)
-cst="" cexit="" chdrs=""
-
-# hc [CURL-ARGS...] URL: curl from sb trusting box's CA only; sets cst,
-# cexit, chdrs; the body is in $WORK/c.b.
-hc() {
-	last="curl $*"
-	rm -f "$WORK/c.h" "$WORK/c.b"
-	cst=$(in_sb curl -sS --max-time "${HC_MAX:-8}" --cacert "$BOX_CA" "${RESOLVE[@]}" \
-	    -D "$WORK/c.h" -o "$WORK/c.b" -w '%{http_code}' "$@" 2>"$WORK/c.e")
-	cexit=$?
-	chdrs=$(tr -d '\r' <"$WORK/c.h" 2>/dev/null)
-	cat "$WORK/c.h" "$WORK/c.b" "$WORK/c.e" >>"$SEEN" 2>/dev/null
-	out="$cst $(head -c 400 "$WORK/c.b" 2>/dev/null) $(tail -3 "$WORK/c.e")"
-}
-# px [CURL-ARGS...] URL: the same through the explicit proxy
-px() { hc --proxy http://198.18.0.1:3128 "$@"; }
 
 # raw HOST PORT TLS_NAME FILE: sends FILE's bytes from sb (over TLS when
 # TLS_NAME is not "-", trusting box's CA), then reads until the peer closes
