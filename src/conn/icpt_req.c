@@ -150,6 +150,13 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 		    "does not let a request override its method", ka_close);
 		return NULL;
 	}
+	if (h->upgrade && rule->action == ICPT_PASS &&
+	    !http_upgrade_websocket_only(h)) {
+		/* An h2c tunnel would carry requests no rule ever judged. */
+		icpt_refuse(ic, 403, "denied", "upgrade-not-allowed",
+		    "sluice: only an upgrade to websocket is passed", ka_close);
+		return NULL;
+	}
 	switch (rule->action) {
 	case ICPT_PASS:
 		break;

@@ -502,3 +502,25 @@ http_header_claim(const char *name, size_t len)
 			return HTTP_CLAIM_ROUTE;
 	return HTTP_CLAIM_NONE;
 }
+
+int
+http_upgrade_websocket_only(const struct http_head *h)
+{
+	const char *e;
+	size_t i, j, elen;
+	int n = 0;
+
+	for (i = 0; i < h->nheaders; i++) {
+		if (!ascii_eq(h->headers[i].name, h->headers[i].name_len,
+		    "upgrade"))
+			continue;
+		j = 0;
+		while (http_list_next(h->headers[i].value,
+		    h->headers[i].value_len, &j, &e, &elen)) {
+			if (!ascii_eq(e, elen, "websocket"))
+				return 0;
+			n++;
+		}
+	}
+	return n > 0;
+}

@@ -148,5 +148,13 @@ enum http_claim {
 };
 enum http_claim http_header_claim(const char *name, size_t len);
 
+/*
+ * Whether h's upgrade asks for WebSocket and nothing else: every element
+ * of every Upgrade header is "websocket" (ignoring case, a "/version"
+ * suffix refused), and there is at least one.  h2c, TLS/1.x or a list
+ * naming anything beside websocket is not.
+ */
+int	http_upgrade_websocket_only(const struct http_head *h);
+
 
 #endif

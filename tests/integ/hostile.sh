@@ -24,6 +24,7 @@
 #   abort_*   an upstream that resets mid-answer: the sandbox is reset too,
 #             intercepted and passed through (issue 15, fault 6)
 #   noanswer_504  an upstream that never answers gets a 504 (fault 7)
+#   upgrade_h2c_refused  only websocket upgrades pass (fault 9)
 #   half_close_answered  a sandbox that half-closes after its requests
 #             gets their answers (fault 5)
 #   mem_slow_reader  a sandbox that does not read its answer holds sluiced
@@ -310,6 +311,24 @@ check abort_reset_passthrough abort_reset_passthrough
 check noanswer_504 noanswer_504
 check crash_dropsyn crash_dropsyn
 check crash_dropsyn_pipelined crash_dropsyn_pipelined
+
+# ================================================================ upgrade
+
+# An upgrade to h2c on a pass rule would open an HTTP/2 tunnel past every
+# rule: refused, and nothing reaches the upstream (issue 15, fault 9)
+upgrade_h2c_refused() {
+	local u
+	for u in 'h2c' 'websocket, h2c'; do
+		printf 'GET /pub/x HTTP/1.1\r\nHost: allowed.test\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: %s\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n' "$u" >"$WORK/req"
+		snap
+		raw 198.18.1.10 443 allowed.test "$WORK/req"
+		grep -q '^HTTP/1.1 403' "$WORK/raw.out" && grep -q '"upgrade-not-allowed"' "$WORK/raw.out" ||
+		    { why="Upgrade: $u: $(short "$out")"; return 1; }
+		upx 'allowed-tls.requests=0' || { why="Upgrade: $u: $why"; return 1; }
+	done
+}
+
+check upgrade_h2c_refused upgrade_h2c_refused
 
 # ================================================================ half
 

@@ -621,6 +621,34 @@ t_upgrade(void **state)
 	assert_true(h->upgrade);
 	http_reqs_free(s);
 
+	/* Only websocket, alone, is a passable upgrade. */
+	h = head_of(&s, "GET / HTTP/1.1\r\nConnection: upgrade\r\n"
+	    "Upgrade: WebSocket\r\n\r\n", &ev, &why);
+	assert_true(h->upgrade);
+	assert_true(http_upgrade_websocket_only(h));
+	http_reqs_free(s);
+	{
+		static const char *const bad[] = { "h2c", "websocket, h2c",
+		    "h2c, websocket", "websocket/13", "TLS/1.2", "websocketx",
+		    "websocket,", NULL };
+		char line[160];
+		size_t k;
+
+		for (k = 0; bad[k] != NULL; k++) {
+			snprintf(line, sizeof(line), "GET / HTTP/1.1\r\nConnection: "
+			    "upgrade\r\nUpgrade: %s\r\n\r\n", bad[k]);
+			h = head_of(&s, line, &ev, &why);
+			assert_int_equal(ev, HTTP_EV_HEAD);
+			assert_false(http_upgrade_websocket_only(h));
+			http_reqs_free(s);
+		}
+	}
+	h = head_of(&s, "GET / HTTP/1.1\r\nConnection: upgrade\r\n"
+	    "Upgrade: websocket\r\nUpgrade: h2c\r\n\r\n", &ev, &why);
+	if (ev == HTTP_EV_HEAD)
+		assert_false(http_upgrade_websocket_only(h));
+	http_reqs_free(s);
+
 	/*
 	 * llhttp reads Proxy-Connection as Connection; the origin never sees
 	 * it (it is not serialised), so an upgrade asked for there is refused.
