@@ -27,6 +27,7 @@
 #include "keys/tlsup.h"
 #include "loop/loop.h"
 #include "loop/resolve.h"
+#include "loop/state.h"
 #include "loop/upool.h"
 #include "conn/conn.h"
 #include "conn/conn_int.h"
@@ -251,7 +252,8 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 		icpt_up_failed(ic, 502, "upstream-ca-unavailable", NULL);
 		return -1;
 	}
-	if (tlsup_ssl_new(ctx, ic->up_host, 0, &ssl) != 0) {
+	if (tlsup_ssl_new(ctx, c->sb != NULL ? c->sb->id : NULL,
+	    ic->up_host, 0, ic->up_port, &ssl) != 0) {
 		icpt_up_failed(ic, 502, "upstream-tls-error", NULL);
 		return -1;
 	}

@@ -26,16 +26,16 @@
 #include "util/err.h"
 #include "keys/tlsup.h"
 
-#define TLSUP_SESS_MAX	256	/* hosts with a kept session, per context */
+#define TLSUP_SESS_MAX	256	/* sandbox, host, port triples with a kept session, per context */
 #define TLSUP_SHA256_LEN 32
 
 /* ALPN wire format: the one protocol we speak upstream. */
 static const unsigned char alpn_http11[] = "\x08http/1.1";
 #define ALPN_HTTP11_LEN	(sizeof(alpn_http11) - 1)
 
-/* One host's latest resumable session. */
+/* One (sandbox, host, port)'s latest resumable session. */
 struct sess_ent {
-	char		*host;
+	char		*host;		/* the key (sess_key) */
 	SSL_SESSION	*sess;
 	uint64_t	 used;		/* clock at the last store or take */
 };
@@ -65,7 +65,7 @@ struct tlsup {
 
 /* ex_data indexes: allocated once per process, then only read. */
 static pthread_once_t idx_once = PTHREAD_ONCE_INIT;
-static int ssl_host_idx = -1;	/* SSL: malloc'd host, the cache key */
+static int ssl_host_idx = -1;	/* SSL: malloc'd cache key (sess_key) */
 static int ctx_cache_idx = -1;	/* SSL_CTX: its struct sess_cache */
 
 static void
@@ -480,24 +480,48 @@ is_ip_literal(const char *s)
 	    inet_pton(AF_INET6, s, &a6) == 1;
 }
 
+/*
+ * The cache key of (sandbox, host, port), malloc'd: "port\nhost\n" then
+ * 's' and the sandbox id, or 'u' for the sources no sandbox owns.  Neither
+ * a port nor a host holds a newline, so two triples never share a key.
+ */
+static char *
+sess_key(const char *sandbox, const char *host, unsigned port)
+{
+	size_t n = 5 + 1 + strlen(host) + 1 + 1 +
+	    (sandbox != NULL ? strlen(sandbox) : 0) + 1;
+	char *k;
+
+	if ((k = malloc(n)) == NULL)
+		return NULL;
+	snprintf(k, n, "%u\n%s\n%c%s", port, host, sandbox != NULL ? 's' : 'u',
+	    sandbox != NULL ? sandbox : "");
+	return k;
+}
+
 int
-tlsup_ssl_new(SSL_CTX *ctx, const char *host, int host_is_ip, SSL **out)
+tlsup_ssl_new(SSL_CTX *ctx, const char *sandbox, const char *host,
+    int host_is_ip, unsigned port, SSL **out)
 {
 	struct sess_cache *c;
 	SSL_SESSION *sess = NULL;
 	SSL *ssl = NULL;
+	const char *k;
 	char *key = NULL;
 	int r = SL_ERR_INVALID;
 
-	if (ctx == NULL || host == NULL || *host == '\0' ||
+	if (ctx == NULL || host == NULL || *host == '\0' || port == 0 ||
+	    port > 65535 || strchr(host, '\n') != NULL ||
 	    is_ip_literal(host) != (host_is_ip != 0))
 		return SL_ERR_INVALID;
 	if ((c = SSL_CTX_get_ex_data(ctx, ctx_cache_idx)) == NULL)
 		return SL_ERR_INVALID;	/* not a tlsup context */
 	r = SL_ERR_NOMEM;
-	if ((ssl = SSL_new(ctx)) == NULL || (key = strdup(host)) == NULL ||
+	if ((ssl = SSL_new(ctx)) == NULL ||
+	    (key = sess_key(sandbox, host, port)) == NULL ||
 	    SSL_set_ex_data(ssl, ssl_host_idx, key) != 1)
 		goto out;
+	k = key;
 	key = NULL;	/* transferred: freed with ssl */
 	r = SL_ERR_INVALID;
 	if (host_is_ip) {
@@ -513,7 +537,7 @@ tlsup_ssl_new(SSL_CTX *ctx, const char *host, int host_is_ip, SSL **out)
 	}
 	SSL_set_connect_state(ssl);
 	/* A session that cannot be set only costs a full handshake. */
-	if ((sess = cache_take(c, host)) != NULL &&
+	if ((sess = cache_take(c, k)) != NULL &&
 	    SSL_set_session(ssl, sess) != 1)
 		ERR_clear_error();
 	*out = ssl;

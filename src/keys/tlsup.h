@@ -19,9 +19,9 @@
  * on first use and kept: TLS 1.2 or later, SSL_VERIFY_PEER against the
  * certificates of that one PEM file only (never the system default paths),
  * no compression, no renegotiation, ALPN offering only "http/1.1", and a
- * client session cache keyed by host (see tlsup_ssl_new).  The file is read
- * once; a changed file is seen by a new tlsup (make one per config
- * generation).  All functions are thread-safe: one mutex guards the set of
+ * client session cache keyed by sandbox, host and port (see
+ * tlsup_ssl_new).  The file is read once; a changed file is seen by a new
+ * tlsup (make one per config generation).  All functions are thread-safe: one mutex guards the set of
  * contexts, another each context's sessions.
  */
 struct tlsup;
@@ -57,18 +57,22 @@ int	tlsup_ctx(struct tlsup *t, const char *ca_file, SSL_CTX **out,
  * DNS SANs only, never its CN, no partial wildcards) when host_is_ip is 0,
  * or an IPv4/IPv6 literal without brackets (no SNI; checked against IP
  * SANs) when it is 1.  A name that parses as an IP literal, or an IP flag
- * on something that does not, is SL_ERR_INVALID.  If the context holds a
- * session for host from an earlier connection it is offered for
- * resumption (a TLS 1.3 ticket only once); sessions the server sends on
- * this SSL are stored for the next one (a TLS 1.3 ticket arrives after
- * the handshake, when the caller reads).  The session stays resumable only
- * if SSL_shutdown sent close_notify before SSL_free: OpenSSL marks the
- * session of an SSL freed mid-connection unresumable, and it is then
- * dropped.  The caller owns *out (SSL_free), attaches the BIO or fd, and
- * uses it from one thread at a time.
+ * on something that does not, or a port outside 1 to 65535, is
+ * SL_ERR_INVALID.  Sessions are kept per (sandbox, host, port): sandbox is
+ * the sandbox's id (NULL: the sources no sandbox owns), so one sandbox
+ * never resumes, nor lets the upstream link it by, another's session, nor
+ * one made for another port.  If the context holds a session for that
+ * triple from an earlier connection it is offered for resumption (a TLS
+ * 1.3 ticket only once); sessions the server sends on this SSL are stored
+ * for the next one (a TLS 1.3 ticket arrives after the handshake, when the
+ * caller reads).  The session stays resumable only if SSL_shutdown sent
+ * close_notify before SSL_free: OpenSSL marks the session of an SSL freed
+ * mid-connection unresumable, and it is then dropped.  The caller owns
+ * *out (SSL_free), attaches the BIO or fd, and uses it from one thread at
+ * a time.
  */
-int	tlsup_ssl_new(SSL_CTX *ctx, const char *host, int host_is_ip,
-	    SSL **out);
+int	tlsup_ssl_new(SSL_CTX *ctx, const char *sandbox, const char *host,
+	    int host_is_ip, unsigned port, SSL **out);
 
 /*
  * After a completed handshake: the chain and host verified, TLS 1.2 or

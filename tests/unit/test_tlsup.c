@@ -291,7 +291,7 @@ link_open(struct link *l, SSL_CTX *cctx, SSL_CTX *sctx, const char *host,
     int is_ip)
 {
 	memset(l, 0, sizeof(*l));
-	assert_int_equal(tlsup_ssl_new(cctx, host, is_ip, &l->c), 0);
+	assert_int_equal(tlsup_ssl_new(cctx, "sb1", host, is_ip, 443, &l->c), 0);
 	assert_non_null(l->s = SSL_new(sctx));
 	l->ok = handshake(l->c, l->s, &l->cerr);
 }
@@ -725,18 +725,23 @@ t_ssl_new_args(void **state)
 	SSL *ssl = NULL;
 
 	assert_non_null(foreign);
-	assert_int_equal(tlsup_ssl_new(f->cctx, "", 0, &ssl), SL_ERR_INVALID);
-	assert_int_equal(tlsup_ssl_new(f->cctx, NULL, 0, &ssl),
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", "", 0, 443, &ssl),
 	    SL_ERR_INVALID);
-	assert_int_equal(tlsup_ssl_new(f->cctx, "1.2.3.4", 0, &ssl),
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", "up.test", 0, 0, &ssl),
 	    SL_ERR_INVALID);
-	assert_int_equal(tlsup_ssl_new(f->cctx, "::1", 0, &ssl),
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", "up.test", 0, 65536,
+	    &ssl), SL_ERR_INVALID);
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", NULL, 0, 443, &ssl),
 	    SL_ERR_INVALID);
-	assert_int_equal(tlsup_ssl_new(f->cctx, "up.test", 1, &ssl),
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", "1.2.3.4", 0, 443, &ssl),
 	    SL_ERR_INVALID);
-	assert_int_equal(tlsup_ssl_new(f->cctx, "[::1]", 1, &ssl),
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", "::1", 0, 443, &ssl),
 	    SL_ERR_INVALID);
-	assert_int_equal(tlsup_ssl_new(foreign, "up.test", 0, &ssl),
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", "up.test", 1, 443, &ssl),
+	    SL_ERR_INVALID);
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", "[::1]", 1, 443, &ssl),
+	    SL_ERR_INVALID);
+	assert_int_equal(tlsup_ssl_new(foreign, "sb1", "up.test", 0, 443, &ssl),
 	    SL_ERR_INVALID);
 	assert_null(ssl);
 	assert_int_equal(ERR_peek_error(), 0);
@@ -750,7 +755,7 @@ t_reasons(void **state)
 	SSL *ssl = NULL;
 	char reason[TLSUP_REASON_BUFSZ];
 
-	assert_int_equal(tlsup_ssl_new(f->cctx, "up.test", 0, &ssl), 0);
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", "up.test", 0, 443, &ssl), 0);
 	tlsup_handshake_reason(ssl, 0, reason, sizeof(reason));
 	assert_string_equal(reason, "upstream-closed");
 	tlsup_handshake_reason(ssl, ERR_PACK(ERR_LIB_SSL, 0,
@@ -787,8 +792,21 @@ check_resumption(struct fx *f, int max_ver)
 	client_drain(&l);
 	link_close(&l);
 
-	/* a session is per host */
-	assert_int_equal(tlsup_ssl_new(f->cctx, "other.test", 0, &other), 0);
+	/* a session is per sandbox, host and port */
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", "other.test", 0, 443,
+	    &other), 0);
+	assert_null(SSL_get_session(other));
+	SSL_free(other);
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb2", "up.test", 0, 443,
+	    &other), 0);
+	assert_null(SSL_get_session(other));
+	SSL_free(other);
+	assert_int_equal(tlsup_ssl_new(f->cctx, NULL, "up.test", 0, 443,
+	    &other), 0);
+	assert_null(SSL_get_session(other));
+	SSL_free(other);
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", "up.test", 0, 8443,
+	    &other), 0);
 	assert_null(SSL_get_session(other));
 	SSL_free(other);
 
@@ -803,10 +821,10 @@ check_resumption(struct fx *f, int max_ver)
 	}
 
 	/* a TLS 1.3 ticket is offered once; a TLS 1.2 session again */
-	assert_int_equal(tlsup_ssl_new(f->cctx, "up.test", 0, &other), 0);
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", "up.test", 0, 443, &other), 0);
 	assert_non_null(SSL_get_session(other));
 	SSL_free(other);	/* never started: the session stays good */
-	assert_int_equal(tlsup_ssl_new(f->cctx, "up.test", 0, &other), 0);
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", "up.test", 0, 443, &other), 0);
 	if (max_ver == 0)
 		assert_null(SSL_get_session(other));
 	else
@@ -819,7 +837,7 @@ check_resumption(struct fx *f, int max_ver)
 	client_drain(&l);
 	SSL_free(l.c);
 	SSL_free(l.s);
-	assert_int_equal(tlsup_ssl_new(f->cctx, "up.test", 0, &other), 0);
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", "up.test", 0, 443, &other), 0);
 	assert_null(SSL_get_session(other));
 	SSL_free(other);
 	SSL_CTX_free(s);
@@ -850,7 +868,7 @@ t_ssl_outlives_tlsup(void **state)
 	assert_int_equal(tlsup_new(f->ca_path, &t), 0);
 	assert_int_equal(tlsup_ctx(t, NULL, &cctx, NULL, 0), 0);
 	memset(&l, 0, sizeof(l));
-	assert_int_equal(tlsup_ssl_new(cctx, "up.test", 0, &l.c), 0);
+	assert_int_equal(tlsup_ssl_new(cctx, "sb1", "up.test", 0, 443, &l.c), 0);
 	tlsup_free(t);
 	assert_non_null(l.s = SSL_new(s));
 	assert_true(handshake(l.c, l.s, &l.cerr));
