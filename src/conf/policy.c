@@ -305,6 +305,7 @@ policy_check_name(const struct policy *p, const char *name,
 	struct decision nd;
 	struct sl_addr a;
 	uint32_t id;
+	int cidr;
 
 	/* Step 2 again, so a caller that skipped it still cannot pass. */
 	policy_check_dest(p, dst, port, d);
@@ -319,19 +320,27 @@ policy_check_name(const struct policy *p, const char *name,
 		return;
 	}
 	name_verdict(p, norm, 1, port, &nd);
-	if (nd.verdict == VERDICT_INTERCEPT || (nd.verdict == VERDICT_DENY &&
-	    strcmp(nd.reason, "deny-name") == 0)) {
+	if (nd.verdict == VERDICT_DENY && strcmp(nd.reason, "deny-name") == 0) {
 		*d = nd;
 		return;
 	}
-	/* An allow CIDR, and private space, come before the name's allowance. */
+	/*
+	 * Private space without an allow CIDR is refused whatever the name,
+	 * an intercepted one too: its credential must not go there.
+	 */
 	addr_canonical(dst, &a);
-	if (cidr_hit(p->allow_cidrs, p->allow, &a, port, &id)) {
-		decide(d, VERDICT_PASS, "allow-cidr", p->allow[id].label, 0);
+	cidr = cidr_hit(p->allow_cidrs, p->allow, &a, port, &id);
+	if (!cidr && addr_classify(&a, NULL) != ADDR_PUBLIC) {
+		decide(d, VERDICT_DENY, "private-address", NULL, 0);
 		return;
 	}
-	if (addr_classify(&a, NULL) != ADDR_PUBLIC) {
-		decide(d, VERDICT_DENY, "private-address", NULL, 0);
+	if (nd.verdict == VERDICT_INTERCEPT) {
+		*d = nd;
+		return;
+	}
+	/* An allow CIDR comes before the name's allowance. */
+	if (cidr) {
+		decide(d, VERDICT_PASS, "allow-cidr", p->allow[id].label, 0);
 		return;
 	}
 	*d = nd;

@@ -146,10 +146,11 @@ void	policy_check_dest(const struct policy *p, const struct sl_addr *dst,
 /*
  * Steps 4 and 6 for a connection that names its host (SNI or Host; name
  * normalised), after policy_check_dest said CONTINUE.  In order: deny-listed
- * name (DENY "deny-name"); intercepted host (INTERCEPT "intercept",
- * need_binding); destination in an allow CIDR with the port (PASS
- * "allow-cidr"); private destination (DENY "private-address"); allowed name
- * (PASS "allow-name", need_binding); default allow (PASS "default-allow",
+ * name (DENY "deny-name"); private destination that no allow CIDR with the
+ * port covers (DENY "private-address", intercepted names too);
+ * intercepted host (INTERCEPT "intercept", need_binding); destination in
+ * an allow CIDR with the port (PASS "allow-cidr"); allowed name (PASS
+ * "allow-name", need_binding); default allow (PASS "default-allow",
  * need_binding); else DENY "not-allowed".
  */
 void	policy_check_name(const struct policy *p, const char *name,

@@ -25,6 +25,7 @@
 #             intercepted and passed through (issue 15, fault 6)
 #   noanswer_504  an upstream that never answers gets a 504 (fault 7)
 #   upgrade_h2c_refused  only websocket upgrades pass (fault 9)
+#   private_intercepted  address rules apply to intercepted names (fault 12)
 #   half_close_answered  a sandbox that half-closes after its requests
 #             gets their answers (fault 5)
 #   mem_slow_reader  a sandbox that does not read its answer holds sluiced
@@ -329,6 +330,21 @@ upgrade_h2c_refused() {
 }
 
 check upgrade_h2c_refused upgrade_h2c_refused
+
+# ================================================================ private
+
+# An intercepted name whose address is private (allowed.test's ULA
+# address) with no allow CIDR for it: refused like a passed-through name,
+# and nothing (no credential) reaches that address (issue 15, fault 12)
+private_intercepted() {
+	snap
+	hc --resolve 'allowed.test:443:[fd00:5c::2:10]' https://allowed.test/reflect
+	[ "$cst" != 200 ] || { why="intercepted towards a private address: $cst"; return 1; }
+	upx 'allowed-tls.accepted=0 allowed-tls.requests=0' || return 1
+	audit_has 0 'type=conn action=deny reason=private-address sni=allowed.test dst=fd00:5c::2:10'
+}
+
+check private_intercepted private_intercepted
 
 # ================================================================ half
 

@@ -351,6 +351,10 @@ egress:
   default: deny
   allow:
     - domain: other.test
+    # allowed.test's IPv6 address is ULA (private): intercepted there only
+    # because this CIDR allows it (tls_ipv6)
+    - cidr: "fd00:5c::2:10/128"
+      ports: [443]
 $ICPT_RULES
   - name: hold
     match: {host: allowed.test, methods: [GET], path: "/hold/**"}
@@ -365,6 +369,10 @@ egress:
   default: deny
   allow:
     - domain: other.test
+    # allowed.test's IPv6 address is ULA (private): intercepted there only
+    # because this CIDR allows it (tls_ipv6)
+    - cidr: "fd00:5c::2:10/128"
+      ports: [443]
 $ICPT_RULES
   - name: hold-again
     match: {host: allowed.test, path: /hold/again}

@@ -958,6 +958,27 @@ test_intercept_verdict(void **state)
 	    "deny-name", "deny:*.example.com");
 	assert_false(policy_name_allowed(p, "a.example.com"));
 	policy_free(p);
+
+	/*
+	 * The address rules apply to intercepted hosts as to the others: an
+	 * intercepted name in private space is refused unless an allow CIDR
+	 * covers it (with the port), and stays intercepted where one does.
+	 */
+	p = parse_ok("name: p\negress:\n  allow:\n"
+	    "    - {cidr: 10.1.0.0/16, ports: [443]}\n"
+	    "intercept:\n  - {name: r, match: {host: a.example.com}, "
+	    "action: pass}\n");
+	name_verdict(p, "a.example.com", "10.0.0.5", 443, VERDICT_DENY,
+	    "private-address", NULL);
+	name_verdict(p, "a.example.com", "fd00::5", 443, VERDICT_DENY,
+	    "private-address", NULL);
+	name_verdict(p, "a.example.com", "10.1.2.3", 80, VERDICT_DENY,
+	    "private-address", NULL);
+	name_verdict(p, "a.example.com", "10.1.2.3", 443, VERDICT_INTERCEPT,
+	    "intercept", "intercept:r");
+	name_verdict(p, "a.example.com", "93.184.216.34", 443,
+	    VERDICT_INTERCEPT, "intercept", "intercept:r");
+	policy_free(p);
 }
 
 static void
