@@ -11,7 +11,8 @@
  * first (the response parser checked it already), so a value split across
  * chunks is still found.  Injected requests are sent with
  * "Accept-Encoding: identity"; a response with a content coding anyway
- * cannot be read, and is refused.
+ * cannot be read, and is refused, as is one with a transfer coding other
+ * than chunked alone.
  */
 #include "autoconf.h"
 
@@ -139,6 +140,12 @@ icpt_redact_head(struct icpt *ic, struct icpt_req *r,
 	if (body && coded(rh)) {
 		icpt_up_failed(ic, 502, "response-not-redactable", "the answer "
 		    "to a request that got a credential has a content coding");
+		return -1;
+	}
+	/* Unread, "gzip, chunked" would go on re-framed as plain chunked. */
+	if (body && rh->transfer_coded) {
+		icpt_up_failed(ic, 502, "response-not-redactable", "the answer "
+		    "to a request that got a credential has a transfer coding");
 		return -1;
 	}
 	/* One redactor a connection, reset for each answer: head, then body. */

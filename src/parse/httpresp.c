@@ -19,6 +19,7 @@
 
 #include <llhttp.h>
 
+#include "util/ascii.h"
 #include "util/err.h"
 #include "parse/httphead.h"
 #include "parse/httphead_int.h"
@@ -102,6 +103,26 @@ check_upgrade(struct http_resps *s)
 	if ((h->status == 101) != (llhttp_get_upgrade(&s->hs.parser) != 0))
 		return "ambiguous upgrade";
 	return NULL;
+}
+
+/* Whether Transfer-Encoding lists anything but one chunked (checked). */
+static int
+transfer_coded(const struct http_resp_head *h)
+{
+	const struct http_header *x;
+	const char *e;
+	size_t i, j, elen;
+
+	for (i = 0; i < h->nheaders; i++) {
+		x = &h->headers[i];
+		if (!ascii_eq(x->name, x->name_len, "transfer-encoding"))
+			continue;
+		j = 0;
+		while (http_list_next(x->value, x->value_len, &j, &e, &elen))
+			if (!ascii_eq(e, elen, "chunked"))
+				return 1;
+	}
+	return 0;
 }
 
 /* Whether header x is sent on to the sandbox (arg: the stream). */
@@ -188,6 +209,7 @@ on_headers_complete(llhttp_t *p)
 	h->nheaders = s->hs.nhoff;
 	if ((why = check_upgrade(s)) != NULL)
 		return refuse(&s->hs, why);
+	h->transfer_coded = transfer_coded(h);
 	/*
 	 * What returning 1 from this callback would do, but we pause here:
 	 * llhttp reads no body, and no longer waits for the upstream to close

@@ -70,6 +70,12 @@ struct http_resp_head {
 	int		 informational;	/* 1xx but 101: another head follows */
 	int		 keep_alive;	/* the upstream may send another response */
 	int		 close_delimited;	/* the body ends when upstream closes */
+	/*
+	 * Transfer-Encoding names a coding besides the final chunked ("gzip,
+	 * chunked"): framed and relayed as received, but whoever must read
+	 * the body (redaction) cannot.
+	 */
+	int		 transfer_coded;
 	const struct http_header *headers;	/* as received, all of them */
 	size_t		 nheaders;
 	/*

@@ -329,6 +329,13 @@ red_coded() {
 	cwant 502 '.reason == "response-not-redactable"' || return 1
 	no_value "$WORK/c.b" "$TOK1"
 }
+# nor one with a transfer coding besides chunked (issue 15, fault 10):
+# it would go on re-framed as plain chunked
+red_te_coded() {
+	hc 'https://allowed.test/reflect?chunk=7&te=gzip'
+	cwant 502 '.reason == "response-not-redactable"' || return 1
+	no_value "$WORK/c.b" "$TOK1"
+}
 
 # pipelined: a refused request, a passed HEAD and an injected GET on one
 # connection: the answers come in order, framed right, the last redacted
@@ -357,6 +364,7 @@ check red_chunked1 red_chunked1
 check red_close red_close
 check red_head red_head
 check red_coded red_coded
+check red_te_coded red_te_coded
 
 # ================================================================ rot
 # One TLS connection from the sandbox stays open across rotations; each

@@ -31,7 +31,7 @@ per listener, each connection in its own thread):
         connection: K is dupcl (two Content-Lengths), clte (both),
         fold (obs-fold), lf (bare LF), status (4 digits), nul (NUL in a
         header), extra (a second, unsolicited answer with body "smuggled")
-    /reflect[?h=HEADER][&chunk=N|&close=1][&ce=CODING][&ms=N]  the value of
+    /reflect[?h=HEADER][&chunk=N[&te=CODING]|&close=1][&ce=CODING][&ms=N]  the value of
         HEADER (default Authorization) back in X-Echo and X-Echo-B64 and in
         the body: as is, base64 (standard, URL-safe, of the part after the
         first space, inside a longer JSON text) and percent-encoded;
@@ -356,7 +356,9 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         if chunk > 0:
-            self.send_header("Transfer-Encoding", "chunked")
+            # te=CODING: "CODING, chunked" (the bytes are not coded)
+            self.send_header("Transfer-Encoding", q["te"][0] + ", chunked"
+                             if "te" in q else "chunked")
         elif q.get("close", ["0"])[0] == "1":
             self.send_header("Connection", "close")
             self.close_connection = True

@@ -352,6 +352,33 @@ t_chunked(void **state)
 	assert_split_invariant(GET1, S(r), 0, &t);
 }
 
+/* Transfer-codings besides chunked are relayed, and said so. */
+static void
+t_transfer_coded(void **state)
+{
+	static const char *const heads[] = {
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: x-foo ,Chunked\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"HTTP/1.1 200 OK\r\ntransfer-encoding:  CHUNKED \r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+	};
+	static const int coded[] = { 1, 1, 0, 0, 0 };
+	const struct http_resp_head *h;
+	struct http_resps *s;
+	const char *why;
+	size_t i, used;
+
+	for (i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+		assert_non_null(s = http_resps_new(LIMIT));
+		assert_int_equal(http_resps_expect(s, "GET"), 0);
+		assert_int_equal(http_resps_feed(s, (const uint8_t *)heads[i],
+		    strlen(heads[i]), &used, &h, &why), HTTP_RESP_HEAD);
+		assert_int_equal(h->transfer_coded, coded[i]);
+		http_resps_free(s);
+	}
+}
+
 static void
 t_close_delimited(void **state)
 {
@@ -1000,6 +1027,7 @@ main(void)
 		cmocka_unit_test(t_content_length),
 		cmocka_unit_test(t_head_fields),
 		cmocka_unit_test(t_chunked),
+		cmocka_unit_test(t_transfer_coded),
 		cmocka_unit_test(t_close_delimited),
 		cmocka_unit_test(t_head_request),
 		cmocka_unit_test(t_no_body_status),
