@@ -102,25 +102,6 @@ for n in allowed.test other.test denied.test selfsigned.test expired.test \
 	RESOLVE+=(--resolve "$n:443:$(addr_of "$n")")
 done
 
-in_sb() { timeout 30 ip netns exec "$NS_SB" "$@"; }
-
-cst="" cexit="" chdrs="" cerr=""
-
-# hc [CURL-ARGS...] URL: curl from sb trusting box's CA only (at most
-# HC_MAX seconds, default 8); sets cst (the status), cexit, chdrs
-# (response heads), cerr (stderr, -v output); the body is in $WORK/c.b.
-hc() {
-	last="curl $*"
-	rm -f "$WORK/c.h" "$WORK/c.b"
-	cst=$(in_sb curl -sS --max-time "${HC_MAX:-8}" --cacert "$BOX_CA" "${RESOLVE[@]}" \
-	    -D "$WORK/c.h" -o "$WORK/c.b" -w '%{http_code}' "$@" 2>"$WORK/c.e")
-	cexit=$?
-	chdrs=$(tr -d '\r' <"$WORK/c.h" 2>/dev/null)
-	cerr=$(cat "$WORK/c.e")
-	cat "$WORK/c.h" "$WORK/c.b" "$WORK/c.e" >>"$SEEN" 2>/dev/null
-	out="$cst $(head -c 400 "$WORK/c.b" 2>/dev/null) $(tail -3 "$WORK/c.e")"
-}
-
 # hello_ok UPSTREAM: the last curl got 200 from that upstream server.
 hello_ok() {
 	cwant 200 || return 1
@@ -1348,7 +1329,6 @@ check tls_11_only tls_11_only
 # ================================================================ daemon
 # Everything above ran against one sluiced: it still runs, and it ends
 # well (SIGTERM: exit 0, no sanitizer report).
-
 
 check daemon_same daemon_same
 check daemon_ends daemon_ends

@@ -98,22 +98,6 @@ wait_version() {
 # ---------------------------------------------------------------- clients in the sandbox
 
 RESOLVE=(--resolve allowed.test:443:198.18.1.10 --resolve other.test:443:198.18.1.11)
-in_sb() { timeout 30 ip netns exec "$NS_SB" "$@"; }
-cst="" cexit="" chdrs=""
-
-# hc [CURL-ARGS...] URL: curl from sb trusting box's CA only; sets cst,
-# cexit, chdrs; the body is in $WORK/c.b.  Everything the sandbox got is
-# also appended to $SEEN for the leak check.
-hc() {
-	last="curl $*"
-	rm -f "$WORK/c.h" "$WORK/c.b"
-	cst=$(in_sb curl -sS --max-time 8 --cacert "$BOX_CA" "${RESOLVE[@]}" \
-	    -D "$WORK/c.h" -o "$WORK/c.b" -w '%{http_code}' "$@" 2>"$WORK/c.e")
-	cexit=$?
-	chdrs=$(tr -d '\r' <"$WORK/c.h" 2>/dev/null)
-	cat "$WORK/c.h" "$WORK/c.b" "$WORK/c.e" >>"$SEEN" 2>/dev/null
-	out="$cst $(head -c 400 "$WORK/c.b" 2>/dev/null) $(tail -3 "$WORK/c.e")"
-}
 
 # forms VALUE: the value as is and in the forms the tests look for
 forms() {
