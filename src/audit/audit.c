@@ -28,6 +28,7 @@
 
 #include "util/err.h"
 #include "util/log.h"
+#include "audit/arec.h"
 #include "audit/audit.h"
 #include "audit/auditfmt.h"
 
@@ -36,8 +37,10 @@
 #define MAX_NOTIFY	256	/* workers woken when records are durable */
 #define TAIL_READ	(2 * AUDIT_LINE_MAX)
 
+/* A record queued: a tree (control records) or flat (the data path). */
 struct slot {
 	json_t		*rec;
+	struct aflat	*flat;
 	uint64_t	 ticket;
 };
 
@@ -83,14 +86,10 @@ static int	count_since_checkpoint(struct audit *);
 static void
 format_ts(char *buf, size_t len)
 {
-	struct timespec ts;
-	struct tm tm;
+	char ts[AREC_TS_LEN];
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
-	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+	arec_ts(ts);
+	snprintf(buf, len, "%s", ts);
 }
 
 static long
@@ -367,12 +366,41 @@ aside_name(const struct audit *a, const char *tag, char *buf, size_t len)
 
 /* ---- the writer ----------------------------------------------------- */
 
+/* Room for len more bytes in *out. */
+static int
+out_reserve(char **out, size_t outlen, size_t *outcap, size_t len)
+{
+	char *nb;
+	size_t cap;
+
+	if (outlen + len <= *outcap)
+		return 0;
+	cap = (*outcap + len) * 2;
+	if ((nb = realloc(*out, cap)) == NULL)
+		return SL_ERR_NOMEM;
+	*out = nb;
+	*outcap = cap;
+	return 0;
+}
+
+/* The line of len bytes at *out + *outlen is the next record's. */
+static void
+appended(struct audit *a, const char *line, size_t len,
+    const char hash[AUDIT_HASH_HEX + 1])
+{
+	if (a->o.syslog)
+		syslog(LOG_NOTICE, "%.*s", (int)len - 1, line);
+	a->seq++;
+	memcpy(a->prev, hash, AUDIT_HASH_HEX + 1);
+	a->since_cp++;
+}
+
 /* Chains rec as the next record and appends its line to *out. */
 static int
 append_record(struct audit *a, json_t *rec, char **out, size_t *outlen,
     size_t *outcap)
 {
-	char hash[AUDIT_HASH_HEX + 1], *line = NULL, *nb;
+	char hash[AUDIT_HASH_HEX + 1], *line = NULL;
 	size_t len;
 	int r;
 
@@ -380,25 +408,44 @@ append_record(struct audit *a, json_t *rec, char **out, size_t *outlen,
 	if ((r = auditfmt_seal(rec, a->seq + 1, a->prev, hash, &line,
 	    &len)) != 0)
 		return r;
-	if (*outlen + len > *outcap) {
-		size_t cap = (*outcap + len) * 2;
-
-		if ((nb = realloc(*out, cap)) == NULL) {
-			free(line);
-			return SL_ERR_NOMEM;
-		}
-		*out = nb;
-		*outcap = cap;
+	if ((r = out_reserve(out, *outlen, outcap, len)) != 0) {
+		free(line);
+		return r;
 	}
 	memcpy(*out + *outlen, line, len);
+	appended(a, *out + *outlen, len, hash);
 	*outlen += len;
-	if (a->o.syslog)
-		syslog(LOG_NOTICE, "%.*s", (int)len - 1, line);
 	free(line);
-	a->seq++;
-	memcpy(a->prev, hash, sizeof(hash));
-	a->since_cp++;
 	return 0;
+}
+
+/* The same for a flat record: sealed straight into *out. */
+static int
+append_flat(struct audit *a, const struct aflat *f, char **out,
+    size_t *outlen, size_t *outcap)
+{
+	char hash[AUDIT_HASH_HEX + 1];
+	size_t len;
+	int r;
+
+	if ((r = out_reserve(out, *outlen, outcap, AUDIT_LINE_MAX)) != 0)
+		return r;
+	if ((len = aflat_seal(f, a->seq + 1, a->prev, hash, *out + *outlen,
+	    AUDIT_LINE_MAX)) == 0)
+		return SL_ERR_TOO_BIG;
+	appended(a, *out + *outlen, len, hash);
+	*outlen += len;
+	return 0;
+}
+
+/* Frees what a slot holds. */
+static void
+slot_free(struct slot *sl)
+{
+	json_decref(sl->rec);
+	free(sl->flat);
+	sl->rec = NULL;
+	sl->flat = NULL;
 }
 
 /* A signed checkpoint covering the chain head, appended like a record. */
@@ -561,7 +608,10 @@ write_round(struct audit *a, struct slot *batch, size_t n, int rotate,
 		if (batch[i].rec != NULL && r == 0 && (r = append_record(a,
 		    batch[i].rec, buf, &len, cap)) == 0)
 			nrec++;
-		json_decref(batch[i].rec);
+		if (batch[i].flat != NULL && r == 0 && (r = append_flat(a,
+		    batch[i].flat, buf, &len, cap)) == 0)
+			nrec++;
+		slot_free(&batch[i]);
 		if (batch[i].ticket != 0)
 			last = batch[i].ticket;
 		if (r == 0 && a->since_cp >= a->o.checkpoint_records &&
@@ -593,7 +643,7 @@ write_round(struct audit *a, struct slot *batch, size_t n, int rotate,
 static struct slot
 lost_record(uint64_t n)
 {
-	struct slot sl = { NULL, 0 };
+	struct slot sl = { NULL, NULL, 0 };
 	char ts[40];
 
 	format_ts(ts, sizeof(ts));
@@ -654,7 +704,7 @@ writer_main(void *arg)
 			mark_durable(a, atomic_load(&a->durable));
 		} else if (failed)
 			for (i = 0; i < n; i++)
-				json_decref(batch[i].rec);
+				slot_free(&batch[i]);
 		pthread_mutex_lock(&a->mtx);
 		if (stop && a->n == 0)
 			break;
@@ -683,30 +733,22 @@ writer_main(void *arg)
  * records how many were lost once there is room: the data path never
  * blocks on a stalled disk.
  */
+/* Records are dropped (no file), or none can be written any more. */
 static int
-enqueue(struct audit *a, const char *type, json_t *rec, int refuse,
-    uint64_t *ticket)
+no_trail(struct audit *a, uint64_t *ticket)
 {
-	char ts[40];
-
-	if (rec == NULL)
-		return SL_ERR_NOMEM;
 	if (a == NULL || a->fd == -1) {
-		json_decref(rec);
 		if (ticket != NULL)
 			*ticket = 0;	/* durable at once */
-		return 0;
+		return 1;
 	}
-	if (atomic_load(&a->broken)) {
-		json_decref(rec);
-		return SL_ERR_IO;	/* the action that needs it is refused */
-	}
-	format_ts(ts, sizeof(ts));
-	if (json_object_set_new(rec, "ts", json_string(ts)) != 0 ||
-	    json_object_set_new(rec, "type", json_string(type)) != 0) {
-		json_decref(rec);
-		return SL_ERR_NOMEM;
-	}
+	return atomic_load(&a->broken) ? SL_ERR_IO : 0;
+}
+
+/* Queues sl (its record taken over). */
+static int
+enqueue(struct audit *a, struct slot sl, int refuse, uint64_t *ticket)
+{
 	pthread_mutex_lock(&a->mtx);
 	while (a->n == a->cap) {
 		if (refuse) {
@@ -715,13 +757,13 @@ enqueue(struct audit *a, const char *type, json_t *rec, int refuse,
 			else
 				a->dropped++;
 			pthread_mutex_unlock(&a->mtx);
-			json_decref(rec);
+			slot_free(&sl);
 			return SL_ERR_TOO_BIG;
 		}
 		pthread_cond_wait(&a->room, &a->mtx);
 	}
-	a->ring[(a->head + a->n) % a->cap].rec = rec;
-	a->ring[(a->head + a->n) % a->cap].ticket = ++a->tickets;
+	sl.ticket = ++a->tickets;
+	a->ring[(a->head + a->n) % a->cap] = sl;
 	a->n++;
 	if (ticket != NULL)
 		*ticket = a->tickets;
@@ -730,17 +772,68 @@ enqueue(struct audit *a, const char *type, json_t *rec, int refuse,
 	return 0;
 }
 
+static int
+enqueue_tree(struct audit *a, const char *type, json_t *rec,
+    uint64_t *ticket)
+{
+	struct slot sl = { NULL, NULL, 0 };
+	char ts[40];
+	int r;
+
+	if (rec == NULL)
+		return SL_ERR_NOMEM;
+	if ((r = no_trail(a, ticket)) != 0) {
+		json_decref(rec);
+		return r < 0 ? r : 0;
+	}
+	format_ts(ts, sizeof(ts));
+	if (json_object_set_new(rec, "ts", json_string(ts)) != 0 ||
+	    json_object_set_new(rec, "type", json_string(type)) != 0) {
+		json_decref(rec);
+		return SL_ERR_NOMEM;
+	}
+	sl.rec = rec;
+	return enqueue(a, sl, a->o.queue_refuse, ticket);
+}
+
+static int
+enqueue_flat(struct audit *a, const char *type, struct arec *rec,
+    uint64_t *ticket)
+{
+	struct slot sl = { NULL, NULL, 0 };
+	int r;
+
+	if ((r = no_trail(a, ticket)) != 0)
+		return r < 0 ? r : 0;
+	if ((sl.flat = arec_finish(rec, type)) == NULL)
+		return SL_ERR_NOMEM;
+	return enqueue(a, sl, a->o.queue_refuse, ticket);
+}
+
 int
 audit_write(struct audit *a, const char *type, json_t *rec)
 {
-	return enqueue(a, type, rec, a != NULL && a->o.queue_refuse, NULL);
+	return enqueue_tree(a, type, rec, NULL);
 }
 
 int
 audit_submit(struct audit *a, const char *type, json_t *rec,
     uint64_t *ticket)
 {
-	return enqueue(a, type, rec, a != NULL && a->o.queue_refuse, ticket);
+	return enqueue_tree(a, type, rec, ticket);
+}
+
+int
+audit_write_rec(struct audit *a, const char *type, struct arec *rec)
+{
+	return enqueue_flat(a, type, rec, NULL);
+}
+
+int
+audit_submit_rec(struct audit *a, const char *type, struct arec *rec,
+    uint64_t *ticket)
+{
+	return enqueue_flat(a, type, rec, ticket);
 }
 
 int
@@ -822,7 +915,7 @@ audit_free(struct audit *a)
 	size_t i;
 
 	for (i = 0; a->ring != NULL && i < a->n; i++)
-		json_decref(a->ring[(a->head + i) % a->cap].rec);
+		slot_free(&a->ring[(a->head + i) % a->cap]);
 	free(a->ring);
 	if (a->fd != -1)
 		close(a->fd);

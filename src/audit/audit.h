@@ -20,6 +20,7 @@
 
 #include "conf/config.h"
 
+struct arec;
 struct audit;
 struct event;
 struct json_t;
@@ -72,6 +73,14 @@ int	audit_write(struct audit *a, const char *type, struct json_t *rec);
  * With no file configured the ticket is durable at once.
  */
 int	audit_submit(struct audit *a, const char *type, struct json_t *rec,
+	    uint64_t *ticket);
+/*
+ * The same for a record built flat (arec.h): no JSON tree is made, and
+ * the record is encoded once, by the caller.  rec is left as it was
+ * finished; the caller may reuse it after arec_init.
+ */
+int	audit_write_rec(struct audit *a, const char *type, struct arec *rec);
+int	audit_submit_rec(struct audit *a, const char *type, struct arec *rec,
 	    uint64_t *ticket);
 /* The latest durable ticket (see above). */
 uint64_t audit_durable(struct audit *a);

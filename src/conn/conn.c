@@ -17,13 +17,13 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <jansson.h>
 
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "parse/httphead.h"
 #include "conf/config.h"
+#include "audit/arec.h"
 #include "audit/audit.h"
 #include "loop/loop.h"
 #include "loop/state.h"
@@ -792,7 +792,7 @@ conn_audit(struct conn *c, const char *reason)
 {
 	char src[ADDR_STRLEN], dst[ADDR_STRLEN], up[ADDR_STRLEN + 8];
 	struct timespec now;
-	json_t *rec;
+	struct arec rec;
 	long ms;
 	int icpt = c->dec.verdict == VERDICT_INTERCEPT;
 	int pass = (c->dec.verdict == VERDICT_PASS || icpt) &&
@@ -814,38 +814,42 @@ conn_audit(struct conn *c, const char *reason)
 		snprintf(up, sizeof(up), c->updst.family == AF_INET6 ?
 		    "[%s]:%u" : "%s:%u", a, c->upport);
 	}
-	rec = json_pack("{s:s?, s:s?, s:I, s:s, s:s, s:i, s:s?, s:i, s:s?,"
-	    " s:s?, s:s?, s:s, s:s, s:s?, s:s?, s:I, s:I, s:I}",
-	    "sandbox", c->sb ? c->sb->id : NULL,
-	    "policy", c->policy_name[0] ? c->policy_name : NULL,
-	    "revision", (json_int_t)c->policy_rev,
-	    "listener", c->kind == LISTEN_PROXY ? "proxy" : "transparent",
-	    "src", src, "src_port", c->src_port,
-	    "dst", c->dst.family ? dst : NULL, "dst_port", c->dst_port,
-	    "proto", c->proto >= 0 ? proto_names[c->proto] : NULL,
-	    "sni", c->proto == SNIFF_TLS && c->hello.has_sni ? c->hello.sni : NULL,
-	    "host", c->proto == SNIFF_HTTP && c->name[0] ? c->name : NULL,
-	    "action", action,
-	    "reason", pass ? c->dec.reason : reason,
-	    "rule", c->dec.rule,
-	    "upstream", up[0] ? up : NULL,
-	    "bytes_up", (json_int_t)c->down.bytes,
-	    "bytes_down", (json_int_t)c->up.bytes,
-	    "duration_ms", (json_int_t)ms);
-	if (rec != NULL && pass)
-		json_object_set_new(rec, "close", json_string(reason));
+	arec_init(&rec);
+	arec_str(&rec, "sandbox", c->sb ? c->sb->id : NULL);
+	arec_str(&rec, "policy", c->policy_name[0] ? c->policy_name : NULL);
+	arec_int(&rec, "revision", (int64_t)c->policy_rev);
+	arec_str(&rec, "listener", c->kind == LISTEN_PROXY ? "proxy" :
+	    "transparent");
+	arec_str(&rec, "src", src);
+	arec_int(&rec, "src_port", c->src_port);
+	arec_str(&rec, "dst", c->dst.family ? dst : NULL);
+	arec_int(&rec, "dst_port", c->dst_port);
+	arec_str(&rec, "proto", c->proto >= 0 ? proto_names[c->proto] : NULL);
+	arec_str(&rec, "sni", c->proto == SNIFF_TLS && c->hello.has_sni ?
+	    c->hello.sni : NULL);
+	arec_str(&rec, "host", c->proto == SNIFF_HTTP && c->name[0] ?
+	    c->name : NULL);
+	arec_str(&rec, "action", action);
+	arec_str(&rec, "reason", pass ? c->dec.reason : reason);
+	arec_str(&rec, "rule", c->dec.rule);
+	arec_str(&rec, "upstream", up[0] ? up : NULL);
+	arec_int(&rec, "bytes_up", (int64_t)c->down.bytes);
+	arec_int(&rec, "bytes_down", (int64_t)c->up.bytes);
+	arec_int(&rec, "duration_ms", ms);
+	if (pass)
+		arec_str(&rec, "close", reason);
 	/*
 	 * ECH hides the real name behind the one we judged.  Browsers send a
 	 * GREASE ECH extension that looks the same, so it is recorded, not
 	 * refused; the DNS filter withholds real ECH configurations.
 	 */
-	if (rec != NULL && c->proto == SNIFF_TLS && c->hello.has_ech)
-		json_object_set_new(rec, "ech", json_true());
-	if (rec != NULL && c->detail != NULL)
-		json_object_set_new(rec, "detail", json_string(c->detail));
-	if (rec != NULL && c->kind == LISTEN_PROXY && c->authority[0])
-		json_object_set_new(rec, "authority", json_string(c->authority));
-	audit_write(c->l->audit, "conn", rec);
+	if (c->proto == SNIFF_TLS && c->hello.has_ech)
+		arec_bool(&rec, "ech", 1);
+	if (c->detail != NULL)
+		arec_str(&rec, "detail", c->detail);
+	if (c->kind == LISTEN_PROXY && c->authority[0])
+		arec_str(&rec, "authority", c->authority);
+	audit_write_rec(c->l->audit, "conn", &rec);
 	mtable_add(&c->l->metrics.conns, action, pass ? c->dec.reason : reason);
 	if (c->counter != NULL) {
 		atomic_fetch_add(&c->counter->conns_total, 1);

@@ -11,12 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <jansson.h>
 
 #include "util/log.h"
 #include "parse/httphead.h"
 #include "parse/httpwrite.h"
 #include "conf/config.h"
+#include "audit/arec.h"
 #include "audit/audit.h"
 #include "loop/loop.h"
 #include "loop/state.h"
@@ -237,20 +237,25 @@ conn_http_audit(struct conn *c, const char *action, const char *reason,
 {
 	const struct http_head *h = c->head;
 	char target[256];
-	json_t *rec;
+	struct arec rec;
 
 	if (h == NULL)
 		return;
 	mtable_add(&c->l->metrics.requests, rule != NULL ? rule : "(none)",
 	    action);
 	log_escape(h->target, h->target_len, target, sizeof(target));
-	rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s?, s:i}",
-	    "sandbox", c->sb ? c->sb->id : NULL,
-	    "policy", c->policy_name, "revision", (json_int_t)c->policy_rev,
-	    "method", h->method, "host", c->name, "target", target,
-	    "action", action, "reason", reason, "rule", rule,
-	    "n", (int)c->nrequests);
-	audit_write(c->l->audit, "request", rec);
+	arec_init(&rec);
+	arec_str(&rec, "sandbox", c->sb ? c->sb->id : NULL);
+	arec_str(&rec, "policy", c->policy_name);
+	arec_int(&rec, "revision", (int64_t)c->policy_rev);
+	arec_str(&rec, "method", h->method);
+	arec_str(&rec, "host", c->name);
+	arec_str(&rec, "target", target);
+	arec_str(&rec, "action", action);
+	arec_str(&rec, "reason", reason);
+	arec_str(&rec, "rule", rule);
+	arec_int(&rec, "n", (int64_t)c->nrequests);
+	audit_write_rec(c->l->audit, "request", &rec);
 }
 
 /* Runs the request loop once; decisions made inside it do not recurse. */

@@ -28,6 +28,7 @@
 #include "parse/sniff.h"
 #include "conf/config.h"
 #include "conf/policy.h"
+#include "audit/arec.h"
 #include "audit/audit.h"
 #include "loop/dnsup.h"
 #include "loop/loop.h"
@@ -40,6 +41,9 @@
 #define TCP_IDLE_MS	10000
 #define TCP_MAX_INFLIGHT 16		/* questions per TCP client at once */
 #define AUDIT_PASS_PER_S 20		/* allowed answers audited per sandbox */
+
+/* A record's "answers": DNS_KEPT_MAX addresses, quoted, with commas. */
+#define DNS_ANSWERS_JSON	(DNS_KEPT_MAX * (ADDR_STRLEN + 3) + 4)
 
 /* A client connection over TCP: length-prefixed messages both ways. */
 struct dnstcp {
@@ -140,31 +144,42 @@ dns_audit(struct loop *l, const struct sandbox *sb, const struct policy *pol,
     const struct dns_query *q, const char *verdict, const char *reason,
     const struct dns_filter_result *res)
 {
-	char tbuf[16], a[ADDR_STRLEN];
-	json_t *rec, *arr;
-	size_t i;
+	char tbuf[16], a[ADDR_STRLEN], arr[DNS_ANSWERS_JSON];
+	struct arec rec;
+	size_t i, o = 0;
 
-	rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s}",
-	    "sandbox", sb->id, "policy", pol->name,
-	    "revision", (json_int_t)pol->revision, "name", q->name,
-	    "qtype", qtype_name(q->qtype, tbuf, sizeof(tbuf)),
-	    "verdict", verdict, "reason", reason);
-	if (rec != NULL && res != NULL) {
-		arr = json_array();
-		for (i = 0; i < res->nkept; i++)
-			json_array_append_new(arr, json_string(addr_format(
-			    &res->kept[i].addr, a, sizeof(a))));
-		json_object_set_new(rec, "answers", arr);
+	arec_init(&rec);
+	arec_str(&rec, "sandbox", sb->id);
+	arec_str(&rec, "policy", pol->name);
+	arec_int(&rec, "revision", (int64_t)pol->revision);
+	arec_str(&rec, "name", q->name);
+	arec_str(&rec, "qtype", qtype_name(q->qtype, tbuf, sizeof(tbuf)));
+	arec_str(&rec, "verdict", verdict);
+	arec_str(&rec, "reason", reason);
+	if (res != NULL) {
+		arr[o++] = '[';
+		for (i = 0; i < res->nkept; i++) {
+			if (i > 0)
+				arr[o++] = ',';
+			addr_format(&res->kept[i].addr, a, sizeof(a));
+			if (arec_json_str(arr, sizeof(arr) - 2, &o, a,
+			    strlen(a)) < 0)
+				break;
+		}
+		if (o > 1 && arr[o - 1] == ',')
+			o--;
+		arr[o++] = ']';
+		arec_raw(&rec, "answers", arr, o);
 		if (res->removed_addrs)
-			json_object_set_new(rec, "removed", json_integer(res->removed_addrs));
+			arec_int(&rec, "removed", res->removed_addrs);
 		if (res->cut_cnames)
-			json_object_set_new(rec, "cname_cut", json_integer(res->cut_cnames));
+			arec_int(&rec, "cname_cut", res->cut_cnames);
 		if (res->stripped_ech)
-			json_object_set_new(rec, "ech_stripped", json_integer(res->stripped_ech));
+			arec_int(&rec, "ech_stripped", res->stripped_ech);
 		if (res->truncated)
-			json_object_set_new(rec, "truncated", json_true());
+			arec_bool(&rec, "truncated", 1);
 	}
-	audit_write(l->audit, "dns", rec);
+	audit_write_rec(l->audit, "dns", &rec);
 }
 
 /* ---- answering ---------------------------------------------------- */
@@ -321,13 +336,19 @@ rate_ok(struct loop *l, const struct sandbox *sb, const struct policy *pol,
 	pthread_mutex_unlock(&cnt->dns_mtx);
 	if (audit) {
 		char tbuf[16];
-		json_t *rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:i}",
-		    "sandbox", sb->id, "policy", pol->name,
-		    "revision", (json_int_t)pol->revision, "name", q->name,
-		    "qtype", qtype_name(q->qtype, tbuf, sizeof(tbuf)),
-		    "verdict", "refused", "reason", "rate-limit",
-		    "refused_since_last", (int)dropped);
-		audit_write(l->audit, "dns", rec);
+		struct arec rec;
+
+		arec_init(&rec);
+		arec_str(&rec, "sandbox", sb->id);
+		arec_str(&rec, "policy", pol->name);
+		arec_int(&rec, "revision", (int64_t)pol->revision);
+		arec_str(&rec, "name", q->name);
+		arec_str(&rec, "qtype", qtype_name(q->qtype, tbuf,
+		    sizeof(tbuf)));
+		arec_str(&rec, "verdict", "refused");
+		arec_str(&rec, "reason", "rate-limit");
+		arec_int(&rec, "refused_since_last", (int64_t)dropped);
+		audit_write_rec(l->audit, "dns", &rec);
 	}
 	return ok;
 }
