@@ -26,12 +26,12 @@
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
-#include <jansson.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <sodium.h>
 
 #include "util/clock.h"
+#include "util/freelist.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/redact.h"
@@ -41,6 +41,7 @@
 #include "keys/ca.h"
 #include "keys/secrets.h"
 #include "keys/tlsterm.h"
+#include "audit/arec.h"
 #include "audit/audit.h"
 #include "loop/loop.h"
 #include "loop/resolve.h"
@@ -82,43 +83,116 @@ icpt_req_redacts(const struct icpt_req *r)
 	return r->nsecrets > 0 || r->tok != NULL;
 }
 
+/* ---- what only a request under way holds ---------------------------- */
+
+int
+icpt_q_take(struct icpt *ic)
+{
+	if (ic->q == NULL && (ic->q = freelist_get(&ic->c->l->qblocks)) ==
+	    NULL && (ic->q = malloc(ICPT_QBLOCK)) == NULL)
+		return -1;
+	return 0;
+}
+
+void
+icpt_q_idle(struct icpt *ic)
+{
+	if (ic->qn > 0 || ic->q == NULL)
+		return;
+	freelist_put(&ic->c->l->qblocks, ic->q, free);
+	ic->q = NULL;
+	ic->qhead = 0;
+}
+
+int
+icpt_parsers_take(struct icpt *ic)
+{
+	struct loop *l = ic->c->l;
+	size_t limit = l->cfg->limits.header_bytes;
+
+	if (ic->reqs == NULL) {
+		if ((ic->reqs = freelist_get(&l->reqs)) != NULL)
+			http_reqs_reset(ic->reqs, limit);
+		else if ((ic->reqs = http_reqs_new(limit)) == NULL)
+			return -1;
+	}
+	if (ic->resps == NULL) {
+		if ((ic->resps = freelist_get(&l->resps)) != NULL)
+			http_resps_reset(ic->resps, limit);
+		else if ((ic->resps = http_resps_new(limit)) == NULL)
+			return -1;
+	}
+	return 0;
+}
+
+size_t
+icpt_resps_pending(const struct icpt *ic)
+{
+	return ic->resps != NULL ? http_resps_pending(ic->resps) : 0;
+}
+
+static void
+reqs_destroy(void *p)
+{
+	http_reqs_free(p);
+}
+
+static void
+resps_destroy(void *p)
+{
+	http_resps_free(p);
+}
+
+void
+icpt_parsers_idle(struct icpt *ic)
+{
+	struct loop *l = ic->c->l;
+
+	if (ic->reqs == NULL || ic->resps == NULL || ic->qn > 0 ||
+	    ic->phase != IC_REQUESTS || ic->body != BODY_NONE ||
+	    ic->resp_open || ic->expect_tunnel ||
+	    !http_reqs_between(ic->reqs) || !http_resps_between(ic->resps))
+		return;
+	freelist_put(&l->reqs, ic->reqs, reqs_destroy);
+	freelist_put(&l->resps, ic->resps, resps_destroy);
+	ic->reqs = NULL;
+	ic->resps = NULL;
+}
+
 void
 icpt_audit_request(struct icpt *ic, struct icpt_req *r)
 {
 	struct conn *c = ic->c;
-	json_t *rec;
+	struct arec rec;
 
 	mtable_add(&c->l->metrics.requests, r->rule[0] ? r->rule : "(none)",
 	    r->action);
+	arec_init(&rec);
+	arec_str(&rec, "sandbox", c->sb ? c->sb->id : NULL);
+	arec_str(&rec, "policy", c->policy_name);
+	arec_int(&rec, "revision", (int64_t)c->policy_rev);
+	arec_str(&rec, "action", r->action);
+	arec_str(&rec, "reason", r->reason);
+	arec_int(&rec, "status", r->status);
+	arec_int(&rec, "bytes_up", (int64_t)r->bytes_up);
+	arec_int(&rec, "bytes_down", (int64_t)r->bytes_down);
+	arec_int(&rec, "duration_ms", (int64_t)(mono_ms() - r->start_ms));
 	if (r->rid[0] != '\0') {
 		/* Its request record went before it (injected, forwarded). */
-		rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:i, s:I,"
-		    " s:I, s:I, s:I}", "sandbox", c->sb ? c->sb->id : NULL,
-		    "policy", c->policy_name,
-		    "revision", (json_int_t)c->policy_rev,
-		    "rid", r->rid, "action", r->action, "reason", r->reason,
-		    "rule", r->rule, "status", r->status,
-		    "bytes_up", (json_int_t)r->bytes_up,
-		    "bytes_down", (json_int_t)r->bytes_down,
-		    "duration_ms", (json_int_t)(mono_ms() - r->start_ms),
-		    "redacted", (json_int_t)(r->redacted_head +
+		arec_str(&rec, "rid", r->rid);
+		arec_str(&rec, "rule", r->rule);
+		arec_int(&rec, "redacted", (int64_t)(r->redacted_head +
 		    r->redacted_body));
-		audit_write(c->l->audit, "response", rec);
+		audit_write_rec(c->l->audit, "response", &rec);
 		icpt_req_release(r);
 		return;
 	}
-	rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s?, s:i,"
-	    " s:I, s:I, s:I, s:b}",
-	    "sandbox", c->sb ? c->sb->id : NULL,
-	    "policy", c->policy_name, "revision", (json_int_t)c->policy_rev,
-	    "method", r->method, "host", c->name, "path", r->path,
-	    "action", r->action, "reason", r->reason,
-	    "rule", r->rule[0] ? r->rule : NULL, "status", r->status,
-	    "bytes_up", (json_int_t)r->bytes_up,
-	    "bytes_down", (json_int_t)r->bytes_down,
-	    "duration_ms", (json_int_t)(mono_ms() - r->start_ms),
-	    "intercepted", 1);
-	audit_write(c->l->audit, "request", rec);
+	arec_str(&rec, "method", r->method);
+	arec_str(&rec, "host", c->name);
+	arec_str(&rec, "path", r->path);
+	arec_str(&rec, "rule", r->rule[0] ? r->rule : NULL);
+	arec_bool(&rec, "intercepted", 1);
+	audit_write_rec(c->l->audit, "request", &rec);
 }
 
 /* ---- the sandbox side ----------------------------------------------- */
@@ -213,8 +287,9 @@ icpt_send_down(struct icpt *ic, const void *buf, size_t len)
  * close: the connection ends after it (framing can no longer be trusted).
  */
 void
-icpt_refuse(struct icpt *ic, int status, const char *error,
-    const char *reason, const char *detail, int close)
+icpt_refuse_req(struct icpt *ic, struct icpt_req *r, int status,
+    const char *error, const char *action, const char *reason,
+    const char *detail, int close)
 {
 	const char *msg = detail;
 	char *resp;
@@ -225,12 +300,12 @@ icpt_refuse(struct icpt *ic, int status, const char *error,
 		    "the sandbox's egress policy" : status == 421 ?
 		    "sluice: the request names another host than the TLS "
 		    "connection" : "sluice: the request was refused";
-	resp = deny_http_keep(status, error, ic->cur.rule[0] ? ic->cur.rule :
-	    NULL, reason, msg, !close, &len);
-	ic->cur.status = status;
-	ic->cur.action = "deny";
-	ic->cur.reason = reason;
-	icpt_audit_request(ic, &ic->cur);
+	resp = deny_http_keep(status, error, r->rule[0] ? r->rule : NULL,
+	    reason, msg, !close, &len);
+	r->status = status;
+	r->action = action;
+	r->reason = reason;
+	icpt_audit_request(ic, r);
 	if (resp == NULL) {
 		conn_close(ic->c, "out-of-memory");
 		return;
@@ -251,6 +326,63 @@ icpt_refuse(struct icpt *ic, int status, const char *error,
 		ic->closing = 1;
 		icpt_maybe_finish(ic);
 	}
+}
+
+void
+icpt_refuse(struct icpt *ic, int status, const char *error,
+    const char *reason, const char *detail, int close)
+{
+	icpt_refuse_req(ic, &ic->cur, status, error, "deny", reason, detail,
+	    close);
+}
+
+void
+icpt_fail_unsent(struct icpt *ic, unsigned n, size_t keep, int status,
+    const char *reason, const char *detail)
+{
+	struct evbuffer *older;
+	struct icpt_req first;
+	char msg[256];
+	unsigned i, at;
+
+	if (n == 0 || n > ic->qn - ic->q_sent ||
+	    keep > evbuffer_get_length(ic->held) ||
+	    http_resps_forget(ic->resps, n) != 0) {
+		icpt_up_failed(ic, status, reason, detail);	/* all of it */
+		return;
+	}
+	/* Their bytes go; those of older requests, before them, stay. */
+	if (keep == 0)
+		evbuffer_drain(ic->held, evbuffer_get_length(ic->held));
+	else if ((older = evbuffer_new()) == NULL ||
+	    evbuffer_remove_buffer(ic->held, older, keep) != (int)keep) {
+		if (older != NULL)
+			evbuffer_free(older);
+		conn_close(ic->c, "out-of-memory");
+		return;
+	} else {
+		evbuffer_drain(ic->held, evbuffer_get_length(ic->held));
+		evbuffer_add_buffer(ic->held, older);
+		evbuffer_free(older);
+	}
+	ic->held_free = 0;
+	at = (ic->qhead + ic->qn - n) % ICPT_MAX_PENDING;
+	first = ic->q[at];
+	for (i = 1; i < n; i++) {
+		struct icpt_req *r = &ic->q[(at + i) % ICPT_MAX_PENDING];
+
+		r->action = "incomplete";
+		r->reason = reason;
+		icpt_audit_request(ic, r);
+	}
+	ic->qn -= n;
+	ic->upgrade_sent = 0;
+	snprintf(msg, sizeof(msg), "sluice: the request could not be sent: %s",
+	    detail);
+	icpt_refuse_req(ic, &first, status, "unavailable", "error", reason, msg,
+	    1);
+	/* The older ones may go now, if they only waited for it. */
+	icpt_up_release(ic);
 }
 
 void
@@ -457,7 +589,6 @@ start_tls(struct icpt *ic)
 void
 icpt_start(struct conn *c)
 {
-	const struct config *cfg = c->l->cfg;
 	int tls = c->proto == SNIFF_TLS, r;
 	struct icpt *ic;
 
@@ -466,8 +597,6 @@ icpt_start(struct conn *c)
 		return;
 	}
 	if ((ic = calloc(1, sizeof(*ic))) == NULL ||
-	    (ic->reqs = http_reqs_new(cfg->limits.header_bytes)) == NULL ||
-	    (ic->resps = http_resps_new(cfg->limits.header_bytes)) == NULL ||
 	    (ic->finish = event_new(c->l->base, -1, 0, finish_cb, ic)) == NULL ||
 	    (ic->held = evbuffer_new()) == NULL) {
 		icpt_free(ic);
@@ -499,6 +628,10 @@ icpt_start(struct conn *c)
 	event_del(c->down.wev);
 	c->down.fd = -1;
 	c->icpt = ic;
+	/* The peeked bytes are in the bufferevent now: the copy goes. */
+	free(c->peek);
+	c->peek = NULL;
+	c->peeklen = c->peekcap = 0;
 	if (!tls) {
 		ic->down = ic->under;
 		ic->under = NULL;
@@ -552,7 +685,7 @@ icpt_close(struct icpt *ic)
 	}
 	if (ic->up != NULL && ic->up_state == UP_READY &&
 	    ic->phase == IC_REQUESTS && !ic->resp_close &&
-	    ic->body != BODY_FORWARD && http_resps_pending(ic->resps) == 0 &&
+	    ic->body != BODY_FORWARD && icpt_resps_pending(ic) == 0 &&
 	    evbuffer_get_length(bufferevent_get_input(ic->up)) == 0 &&
 	    evbuffer_get_length(bufferevent_get_output(ic->up)) == 0) {
 		/* Between requests: the next connection of this sandbox takes it. */
@@ -588,6 +721,8 @@ icpt_free(struct icpt *ic)
 	if (ic->under != NULL)
 		bufferevent_free(ic->under);
 	icpt_req_release(&ic->cur);
+	if (ic->q != NULL)
+		freelist_put(&ic->c->l->qblocks, ic->q, free);
 	resolve_cancel(ic->resolving);
 	icpt_fwd_free(ic->fwd);
 	redactor_free(ic->red);
@@ -609,10 +744,17 @@ icpt_audit_durable(struct icpt *ic, uint64_t durable, int failed)
 	if (ic->phase == IC_CLOSED || ic->audit_wait == 0)
 		return;
 	if (failed && ic->audit_wait > durable) {
+		/*
+		 * What waits for its record is refused; the answers owed
+		 * before it still go out, whole and first.
+		 */
+		unsigned from = ic->held_free_q > ic->q_sent ?
+		    ic->held_free_q : ic->q_sent;
+
 		ic->audit_wait = 0;
-		evbuffer_drain(ic->held, evbuffer_get_length(ic->held));
-		icpt_up_failed(ic, 503, "audit-unavailable", "the audit trail "
-		    "cannot be written");
+		icpt_fail_unsent(ic, ic->qn - from, from > ic->q_sent ?
+		    ic->held_free : 0, 503, "audit-unavailable",
+		    "the audit trail cannot be written");
 		return;
 	}
 	if (ic->audit_wait > durable)

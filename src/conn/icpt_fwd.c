@@ -28,7 +28,6 @@
 #include <time.h>
 
 #include <event2/buffer.h>
-#include <jansson.h>
 #include <sodium.h>
 
 #include "util/keyfile.h"
@@ -42,6 +41,7 @@
 #include "conf/policy.h"
 #include "keys/idkeys.h"
 #include "keys/jwt.h"
+#include "audit/arec.h"
 #include "audit/audit.h"
 #include "loop/loop.h"
 #include "loop/state.h"
@@ -170,7 +170,7 @@ sign_and_audit(struct icpt *ic, struct icpt_req *q, const char *aud,
 	struct audit *a = c->l->audit;
 	struct jwt_claims cl;
 	uint64_t ticket;
-	json_t *rec;
+	struct arec recbuf, *rec = &recbuf;
 
 	memset(&cl, 0, sizeof(cl));
 	cl.iss = cfg->issuer;
@@ -192,15 +192,23 @@ sign_and_audit(struct icpt *ic, struct icpt_req *q, const char *aud,
 	snprintf(q->rid, sizeof(q->rid), "%llx-%u-%llu",
 	    (unsigned long long)c->l->started, c->l->idx,
 	    (unsigned long long)++c->l->rid_next);
-	rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s,"
-	    " s:s, s:s, s:s, s:b, s:b}",
-	    "sandbox", c->sb->id, "policy", c->policy_name,
-	    "revision", (json_int_t)c->policy_rev, "method", q->method,
-	    "host", c->name, "path", q->path, "action", "forward",
-	    "reason", "intercept-rule", "rule", q->rule, "rid", q->rid,
-	    "to", q->to, "jti", q->jti, "aud", aud,
-	    "body_hash", body_sha256 != NULL, "intercepted", 1);
-	if (audit_submit(a, "request", rec, &ticket) != 0) {
+	arec_init(rec);
+	arec_str(rec, "sandbox", c->sb->id);
+	arec_str(rec, "policy", c->policy_name);
+	arec_int(rec, "revision", (int64_t)c->policy_rev);
+	arec_str(rec, "method", q->method);
+	arec_str(rec, "host", c->name);
+	arec_str(rec, "path", q->path);
+	arec_str(rec, "action", "forward");
+	arec_str(rec, "reason", "intercept-rule");
+	arec_str(rec, "rule", q->rule);
+	arec_str(rec, "rid", q->rid);
+	arec_str(rec, "to", q->to);
+	arec_str(rec, "jti", q->jti);
+	arec_str(rec, "aud", aud);
+	arec_bool(rec, "body_hash", body_sha256 != NULL);
+	arec_bool(rec, "intercepted", 1);
+	if (audit_submit_rec(a, "request", rec, &ticket) != 0) {
 		q->rid[0] = '\0';
 		return -1;
 	}
@@ -287,9 +295,14 @@ icpt_fwd_head(struct icpt *ic, const struct http_head *h,
 		char htu[sizeof(((struct icpt_fwd *)0)->htu)];
 
 		request_url(c, target, htu, sizeof(htu));
+		icpt_held_mark(ic);
 		if (sign_and_audit(ic, q, rule->forward_audience, htu, h->method,
 		    NULL, tok, sizeof(tok), &tlen) != 0) {
-			icpt_up_failed(ic, 503, "audit-unavailable",
+			/* This one alone: what is owed before it goes out. */
+			if (ic->q_sent > ic->qn - 1)
+				ic->q_sent = ic->qn - 1;
+			icpt_fail_unsent(ic, 1, evbuffer_get_length(ic->held),
+			    503, "audit-unavailable",
 			    "the request could not be signed or audited");
 			goto out;
 		}
@@ -339,10 +352,15 @@ icpt_fwd_finish(struct icpt *ic)
 
 	ic->fwd = NULL;
 	crypto_hash_sha256_final(&f->sha, md);
+	icpt_held_mark(ic);
 	if (jwt_b64url(md, sizeof(md), b64, sizeof(b64)) != 0 ||
 	    sign_and_audit(ic, q, f->aud, f->htu, f->method, b64, tok,
 	    sizeof(tok), &tlen) != 0) {
-		icpt_up_failed(ic, 503, "audit-unavailable",
+		/* This one alone: what is owed before it still goes out. */
+		if (ic->qn > 0 && ic->q_sent > ic->qn - 1)
+			ic->q_sent = ic->qn - 1;
+		icpt_fail_unsent(ic, 1, evbuffer_get_length(ic->held), 503,
+		    "audit-unavailable",
 		    "the request could not be signed or audited");
 		goto out;
 	}

@@ -97,8 +97,24 @@ struct icpt {
 	size_t		 npins;
 	struct event	*finish;	/* icpt_maybe_finish, next turn */
 	struct icpt_req	 cur;		/* the request being read */
-	struct icpt_req	 q[ICPT_MAX_PENDING];	/* sent, not yet answered */
+	/*
+	 * Sent, not yet answered: ICPT_MAX_PENDING slots from the loop's
+	 * qblocks while any request is under way, NULL when idle.
+	 */
+	struct icpt_req	*q;
 	unsigned	 qhead, qn;
+	/*
+	 * How many of the oldest queued requests have bytes on their way to
+	 * the upstream; the newer ones wait in held (their records, the
+	 * upstream's handshake) and can still fail alone.
+	 */
+	unsigned	 q_sent;
+	/*
+	 * The bytes of held (and the requests) before the first request
+	 * that waits for its record: they need not wait with it.
+	 */
+	size_t		 held_free;
+	unsigned	 held_free_q;
 	uint64_t	 from_sandbox, from_upstream;
 	/* The response in progress is redacted (icpt_redact.c). */
 	struct redactor	*red;		/* made on first use, kept */
@@ -155,7 +171,26 @@ icpt_q_pop(struct icpt *ic)
 {
 	ic->qhead = (ic->qhead + 1) % ICPT_MAX_PENDING;
 	ic->qn--;
+	if (ic->q_sent > 0)
+		ic->q_sent--;
 }
+
+#define ICPT_QBLOCK	(ICPT_MAX_PENDING * sizeof(struct icpt_req))
+
+/* The queue's slots, taken when the first request is queued; -1: no memory. */
+int	icpt_q_take(struct icpt *ic);
+/* Nothing queued: the slots go back to the loop. */
+void	icpt_q_idle(struct icpt *ic);
+/*
+ * The HTTP parsers of both directions, from the loop's or new, before
+ * the sandbox's bytes are read; -1 when out of memory.  They go back when
+ * both are between messages with nothing owed (NULL while idle).
+ */
+int	icpt_parsers_take(struct icpt *ic);
+void	icpt_parsers_idle(struct icpt *ic);
+
+/* Answers the upstream owes (0 while idle: no parser then). */
+size_t	icpt_resps_pending(const struct icpt *ic);
 
 /* icpt.c: the connection's life and the sandbox's side. */
 
@@ -190,6 +225,23 @@ void	icpt_refuse(struct icpt *ic, int status, const char *error,
  * for a whole answer.  Closes c.
  */
 void	icpt_abort(struct icpt *ic, const char *reason);
+/*
+ * Refuses r, a request not in the queue (ic->cur, or one taken out of
+ * it), as icpt_refuse: action is "deny" or "error".
+ */
+void	icpt_refuse_req(struct icpt *ic, struct icpt_req *r, int status,
+	    const char *error, const char *action, const char *reason,
+	    const char *detail, int close);
+/*
+ * The n newest queued requests, never sent, cannot be (their records
+ * cannot be written, say): they leave the queue, and what held has of
+ * theirs (all past its first keep bytes) goes; the oldest of them gets
+ * status once the answers owed before it are out, the others an
+ * "incomplete" record, and the connection ends there.  What is under way
+ * for the older requests goes on.
+ */
+void	icpt_fail_unsent(struct icpt *ic, unsigned n, size_t keep,
+	    int status, const char *reason, const char *detail);
 /* Sends a held refusal once no answer is owed before it. */
 void	icpt_release_refusal(struct icpt *ic);
 /* Ends a closing connection once the sandbox has everything; may close c. */
@@ -236,12 +288,22 @@ int	icpt_req_redacts(const struct icpt_req *r);
 struct evbuffer *icpt_up_out(struct icpt *ic);
 void	icpt_up_release(struct icpt *ic);
 /*
+ * Before the bytes of a request that may wait for its record go into
+ * held: what is there already may go without it.
+ */
+void	icpt_held_mark(struct icpt *ic);
+/*
  * Drops the upstream in use whatever its state: no callback of it runs
  * again and nothing more is read from it; freed on the next loop turn.
  */
 void	icpt_up_discard(struct icpt *ic);
 /* Lets the upstream in use go (idle): to the pool, or closed. */
 void	icpt_up_drop(struct icpt *ic);
+/*
+ * Parks the upstream in the pool when nothing is owed or under way in
+ * either direction (else does nothing).
+ */
+void	icpt_up_park(struct icpt *ic);
 /* Bytes queued for the upstream, held or not. */
 size_t	icpt_up_queued(struct icpt *ic);
 /* Takes rule's pins (up to ICPT_MAX_PINS) for the upstream's key. */

@@ -27,6 +27,7 @@
 #include "util/ascii.h"
 #include "util/log.h"
 #include "util/metrics.h"
+#include "util/freelist.h"
 #include "util/redact.h"
 #include "parse/httphead.h"
 #include "parse/httppath.h"
@@ -148,8 +149,12 @@ icpt_redact_head(struct icpt *ic, struct icpt_req *r,
 		    "to a request that got a credential has a transfer coding");
 		return -1;
 	}
-	/* One redactor a connection, reset for each answer: head, then body. */
-	if ((ic->red == NULL && (ic->red = redactor_new()) == NULL) ||
+	/*
+	 * A redactor of the loop's while the answer is under way, reset for
+	 * it: head, then body.
+	 */
+	if ((ic->red == NULL && (ic->red = freelist_get(&ic->c->l->reds)) ==
+	    NULL && (ic->red = redactor_new()) == NULL) ||
 	    (ic->red_buf == NULL && (ic->red_buf = evbuffer_new()) == NULL) ||
 	    redactor_reset(ic->red, pats, npats) != 0 ||
 	    redact_head(ic->red, rh, reframe, ic->red_buf) != 0) {
@@ -279,6 +284,12 @@ secrets_json(const struct icpt_req *r)
 	return arr;
 }
 
+static void
+red_destroy(void *p)
+{
+	redactor_free(p);
+}
+
 int
 icpt_redact_end(struct icpt *ic, struct icpt_req *r)
 {
@@ -298,9 +309,15 @@ icpt_redact_end(struct icpt *ic, struct icpt_req *r)
 		/* The count runs from the reset: the head's came first. */
 		r->redacted_body += redactor_count(ic->red) - ic->red_base;
 	}
-	/* What was built from the secrets goes with the answer. */
-	if (ic->red != NULL)
-		redactor_reset(ic->red, NULL, 0);
+	/*
+	 * What was built from the secrets goes with the answer, and the
+	 * redactor back to the loop: an idle connection holds none.
+	 */
+	if (ic->red != NULL && redactor_reset(ic->red, NULL, 0) == 0)
+		freelist_put(&c->l->reds, ic->red, red_destroy);
+	else
+		redactor_free(ic->red);
+	ic->red = NULL;
 	if (r->redacted_head + r->redacted_body == 0)
 		return rc;
 	if (r->redacted_head > 0)

@@ -27,6 +27,7 @@
 #include "conf/policy.h"
 #include "keys/inject.h"
 #include "keys/secrets.h"
+#include "audit/arec.h"
 #include "audit/audit.h"
 #include "loop/loop.h"
 #include "loop/state.h"
@@ -200,6 +201,40 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 /* ---- requests ------------------------------------------------------- */
 
 /*
+ * The record's "secrets": [{"fingerprint":..,"name":..,"version":..},...]
+ * in canonical form; its length, or 0 when it does not fit in out.
+ */
+static size_t
+secrets_json(const struct inject *inj, char *out, size_t cap)
+{
+	size_t i, o = 0;
+	int n;
+
+	out[o++] = '[';
+	for (i = 0; i < inj->nused; i++) {
+		if (cap - o < 64)
+			return 0;
+		o += (size_t)snprintf(out + o, cap - o, "%s{\"fingerprint\":",
+		    i > 0 ? "," : "");
+		if (arec_json_str(out, cap - 48, &o, inj->used[i]->fp,
+		    strlen(inj->used[i]->fp)) < 0)
+			return 0;
+		memcpy(out + o, ",\"name\":", 8);
+		o += 8;
+		if (arec_json_str(out, cap - 40, &o, inj->used[i]->name,
+		    strlen(inj->used[i]->name)) < 0)
+			return 0;
+		n = snprintf(out + o, cap - o, ",\"version\":%llu}",
+		    (unsigned long long)inj->used[i]->version);
+		if (n < 0 || (size_t)n >= cap - o - 1)
+			return 0;
+		o += (size_t)n;
+	}
+	out[o++] = ']';
+	return o;
+}
+
+/*
  * The record of an injected request, with the secrets it gets, queued
  * before a byte of it can go upstream; with fsync always the request is
  * held until the record is on disk (icpt_audit_durable).  -1: the queue is
@@ -210,28 +245,30 @@ audit_injected(struct icpt *ic, const struct inject *inj)
 {
 	struct conn *c = ic->c;
 	struct audit *a = c->l->audit;
-	json_t *rec, *arr;
+	struct arec recbuf, *rec = &recbuf;
+	char arr[INJECT_MAX_SECRETS * 512];
 	uint64_t ticket;
-	size_t i;
+	size_t i, alen;
 
 	snprintf(ic->cur.rid, sizeof(ic->cur.rid), "%llx-%u-%llu",
 	    (unsigned long long)c->l->started, c->l->idx,
 	    (unsigned long long)++c->l->rid_next);
-	if ((arr = json_array()) == NULL)
+	if ((alen = secrets_json(inj, arr, sizeof(arr))) == 0)
 		return -1;
-	for (i = 0; i < inj->nused; i++)
-		json_array_append_new(arr, json_pack("{s:s, s:I, s:s}",
-		    "name", inj->used[i]->name,
-		    "version", (json_int_t)inj->used[i]->version,
-		    "fingerprint", inj->used[i]->fp));
-	rec = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s,"
-	    " s:o, s:b}",
-	    "sandbox", c->sb ? c->sb->id : NULL,
-	    "policy", c->policy_name, "revision", (json_int_t)c->policy_rev,
-	    "method", ic->cur.method, "host", c->name, "path", ic->cur.path,
-	    "action", "inject", "reason", ic->cur.reason, "rule", ic->cur.rule,
-	    "rid", ic->cur.rid, "secrets", arr, "intercepted", 1);
-	if (audit_submit(a, "request", rec, &ticket) != 0) {
+	arec_init(rec);
+	arec_str(rec, "sandbox", c->sb ? c->sb->id : NULL);
+	arec_str(rec, "policy", c->policy_name);
+	arec_int(rec, "revision", (int64_t)c->policy_rev);
+	arec_str(rec, "method", ic->cur.method);
+	arec_str(rec, "host", c->name);
+	arec_str(rec, "path", ic->cur.path);
+	arec_str(rec, "action", "inject");
+	arec_str(rec, "reason", ic->cur.reason);
+	arec_str(rec, "rule", ic->cur.rule);
+	arec_str(rec, "rid", ic->cur.rid);
+	arec_raw(rec, "secrets", arr, alen);
+	arec_bool(rec, "intercepted", 1);
+	if (audit_submit_rec(a, "request", rec, &ticket) != 0) {
 		ic->cur.rid[0] = '\0';	/* no request record: no response one */
 		return -1;
 	}
@@ -257,7 +294,7 @@ icpt_prepare_up(struct icpt *ic, const struct http_head *h,
 	 * response parser one answer ahead of the queue.
 	 */
 	if (ic->qn == ICPT_MAX_PENDING ||
-	    http_resps_pending(ic->resps) >= HTTP_RESPS_MAX_PENDING) {
+	    icpt_resps_pending(ic) >= HTTP_RESPS_MAX_PENDING) {
 		icpt_refuse(ic, 400, "refused", "too-many-pipelined", NULL, 1);
 		return -1;
 	}
@@ -327,6 +364,10 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 	ic->cur.upgrade = h->upgrade;
 	ic->cur.close = !h->keep_alive;
 	ic->last_request = ic->cur.close;
+	if (icpt_q_take(ic) != 0) {
+		conn_close(ic->c, "out-of-memory");
+		return NULL;
+	}
 	if (http_resps_expect(ic->resps, h->method) != 0) {
 		/* The parser checked the method and refused CONNECT. */
 		conn_close(ic->c, "internal");
@@ -335,6 +376,10 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 	q = icpt_q_next(ic);
 	*q = ic->cur;
 	ic->qn++;
+	/* Its head went straight to the upstream, not to held: on its way. */
+	if (ic->up_state == UP_READY && ic->audit_wait == 0 &&
+	    evbuffer_get_length(ic->held) == 0)
+		ic->q_sent = ic->qn;
 	ic->cur.nsecrets = 0;	/* the queue holds them now */
 	ic->cur.tok = NULL;
 	ic->upgrade_sent = h->upgrade;
@@ -361,6 +406,8 @@ forward_head(struct icpt *ic, const struct http_head *h,
 	 * injected head waits in held until its record is queued (and, with
 	 * fsync always, durable).
 	 */
+	if (inj != NULL)
+		icpt_held_mark(ic);
 	out = inj != NULL ? ic->held : icpt_up_out(ic);
 	if (evbuffer_reserve_space(out, ICPT_HEAD_MAX, &v, 1) != 1) {
 		conn_close(c, "out-of-memory");
@@ -455,6 +502,10 @@ icpt_pump_requests(struct icpt *ic)
 	    ic->body != BODY_NONE || ic->expect_tunnel)) {
 		if (ic->up != NULL && icpt_up_queued(ic) > ICPT_HIGH)
 			return;		/* up_write_cb resumes */
+		if (icpt_parsers_take(ic) != 0) {
+			conn_close(c, "out-of-memory");
+			return;
+		}
 		len = evbuffer_get_contiguous_space(in);
 		data = len > 0 ? evbuffer_pullup(in, (ssize_t)len) : NULL;
 		h = NULL;

@@ -47,9 +47,30 @@ icpt_up_out(struct icpt *ic)
 void
 icpt_up_release(struct icpt *ic)
 {
-	if (ic->up_state == UP_READY && ic->audit_wait == 0 &&
-	    evbuffer_get_length(ic->held) > 0)
+	if (ic->up_state != UP_READY || evbuffer_get_length(ic->held) == 0)
+		return;
+	if (ic->audit_wait == 0) {
 		evbuffer_add_buffer(bufferevent_get_output(ic->up), ic->held);
+		ic->q_sent = ic->qn;
+		ic->held_free = 0;
+		return;
+	}
+	/* Older requests do not wait for a newer one's record. */
+	if (ic->held_free > 0) {
+		evbuffer_remove_buffer(ic->held, bufferevent_get_output(ic->up),
+		    ic->held_free);
+		ic->q_sent = ic->held_free_q;
+		ic->held_free = 0;
+	}
+}
+
+void
+icpt_held_mark(struct icpt *ic)
+{
+	if (ic->audit_wait != 0)
+		return;		/* an older one waits: the mark is its */
+	ic->held_free = evbuffer_get_length(ic->held);
+	ic->held_free_q = ic->qn;
 }
 
 size_t
@@ -294,7 +315,7 @@ icpt_up_drop(struct icpt *ic)
 	resolve_cancel(ic->resolving);
 	ic->resolving = NULL;
 	if (ic->up != NULL && ic->up_state == UP_READY &&
-	    http_resps_pending(ic->resps) == 0 &&
+	    icpt_resps_pending(ic) == 0 &&
 	    evbuffer_get_length(bufferevent_get_input(ic->up)) == 0 &&
 	    evbuffer_get_length(bufferevent_get_output(ic->up)) == 0) {
 		upool_put(ic->c->l->upool, ic->up, ic->c->counter, ic->up_host,
@@ -305,6 +326,18 @@ icpt_up_drop(struct icpt *ic)
 		bufferevent_free(ic->up);
 	ic->up = NULL;
 	ic->up_state = UP_NONE;
+}
+
+void
+icpt_up_park(struct icpt *ic)
+{
+	if (ic->up == NULL || ic->up_state != UP_READY || ic->qn > 0 ||
+	    ic->phase != IC_REQUESTS || ic->resp_close || ic->resp_open ||
+	    ic->body == BODY_FORWARD || ic->upgrade_sent || ic->fwd != NULL ||
+	    ic->audit_wait != 0 || evbuffer_get_length(ic->held) > 0 ||
+	    evbuffer_get_length(bufferevent_get_input(ic->up)) > 0)
+		return;		/* an answer nobody asked for ends it all */
+	icpt_up_drop(ic);
 }
 
 static void
@@ -375,8 +408,8 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 		icpt_abort(ic, "upstream-reset");
 		return;
 	}
-	if (http_resps_finish(ic->resps, &rh, &why) == HTTP_RESP_END &&
-	    ic->qn > 0) {
+	if (ic->resps != NULL && ic->qn > 0 &&
+	    http_resps_finish(ic->resps, &rh, &why) == HTTP_RESP_END) {
 		struct icpt_req *r = icpt_q_head(ic);
 
 		if (icpt_req_redacts(r) && icpt_redact_end(ic, r) != 0)
@@ -566,6 +599,14 @@ icpt_pump_responses(struct icpt *ic)
 			}
 			if (c->state == CS_CLOSED)
 				return;
+			/*
+			 * Nothing owed: the upstream waits in the pool, where
+			 * this sandbox's next request, on this connection or
+			 * another, takes it; an idle client holds none.
+			 */
+			icpt_up_park(ic);
+			icpt_q_idle(ic);
+			icpt_parsers_idle(ic);
 			if (!ic->hold)
 				icpt_pump_requests(ic);
 			break;

@@ -242,6 +242,7 @@ worker_free(struct worker *w)
 	state_unref(w->l.st);
 	state_unref(w->pending);
 	sodium_free(w->l.scratch);
+	loop_caches_clear(&w->l);
 	pthread_mutex_destroy(&w->mtx);
 }
 

@@ -314,6 +314,8 @@ ctx_new(const char *path, SSL_CTX **out, char *err, size_t errlen)
 	}
 	SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION |
 	    SSL_OP_NO_RENEGOTIATION);
+	/* Idle upstreams, in the pool or not, hold no record buffers. */
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	/* returns 0 on success, unlike its neighbours */
 	if (SSL_CTX_set_alpn_protos(ctx, alpn_http11, ALPN_HTTP11_LEN) != 0)

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "util/freelist.h"
 #include "util/metrics.h"
 
 struct audit;
@@ -57,6 +58,10 @@ struct loop {
 	time_t			 last_accept_warn;
 	char			*scratch;	/* guarded, INJECT_BUF bytes; on first use */
 	uint64_t		 rid_next;	/* injected requests' ids */
+	/* Kept for interception's requests under way (icpt.c). */
+	struct freelist		 qblocks;	/* request queues */
+	struct freelist		 reqs, resps;	/* HTTP parsers */
+	struct freelist		 reds;		/* redactors */
 	struct wmetrics		 metrics;	/* written here, read by scrapes */
 };
 
@@ -70,6 +75,8 @@ void	loop_conn_gone(struct loop *l);
  * when guarded memory is short.
  */
 char	*loop_scratch(struct loop *l);
+/* Frees what l keeps for reuse (its freelists). */
+void	loop_caches_clear(struct loop *l);
 
 /* listen.c: accepting that fails (out of descriptors, say). */
 

@@ -180,6 +180,27 @@ http_stream_new(size_t size, int response, size_t header_limit,
 	return s;
 }
 
+int
+http_stream_between(const struct http_stream *s)
+{
+	return s->phase == P_HEAD && s->fresh;
+}
+
+void
+http_stream_reset(struct http_stream *s, size_t header_limit)
+{
+	llhttp_init(&s->parser, s->response ? HTTP_RESPONSE : HTTP_REQUEST,
+	    &s->settings);
+	s->parser.data = s;
+	s->amax = 2 * header_limit + 16;
+	s->g.limit = header_limit;
+	s->phase = P_HEAD;
+	s->fresh = 1;
+	s->why = NULL;
+	s->dead = NULL;
+	s->alen = 0;
+}
+
 void
 http_stream_start(struct http_stream *s)
 {
@@ -375,6 +396,19 @@ http_reqs_new(size_t header_limit)
 {
 	return http_stream_new(sizeof(struct http_reqs), 0, header_limit,
 	    on_headers_complete);
+}
+
+int
+http_reqs_between(const struct http_reqs *s)
+{
+	return http_stream_between(&s->hs);
+}
+
+void
+http_reqs_reset(struct http_reqs *s, size_t header_limit)
+{
+	http_stream_reset(&s->hs, header_limit);
+	s->origin_off = 0;
 }
 
 void

@@ -78,6 +78,13 @@ struct http_reqs;
 /* Returns NULL when out of memory (or header_limit is absurdly large). */
 struct http_reqs *http_reqs_new(size_t header_limit);
 void	http_reqs_free(struct http_reqs *s);	/* accepts NULL */
+/*
+ * Whether s is between requests, with nothing of the next one read: it
+ * can then be reset and reused, for this connection or another.
+ */
+int	http_reqs_between(const struct http_reqs *s);
+/* Makes s as http_reqs_new(header_limit) would (its memory kept). */
+void	http_reqs_reset(struct http_reqs *s, size_t header_limit);
 
 enum http_ev {
 	HTTP_EV_NEED_MORE,	/* all of buf consumed, nothing to report */

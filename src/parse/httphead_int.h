@@ -188,6 +188,10 @@ void	*http_stream_new(size_t size, int response, size_t header_limit,
 	    llhttp_cb on_head);
 /* Forgets the previous message: the next byte begins a new one. */
 void	http_stream_start(struct http_stream *s);
+/* Whether s is at a message boundary with nothing of the next one read. */
+int	http_stream_between(const struct http_stream *s);
+/* s as http_stream_new made it (its arena kept), for another connection. */
+void	http_stream_reset(struct http_stream *s, size_t header_limit);
 /* The stream is dead for why (NULL: malformed); returns -1. */
 int	http_stream_die(struct http_stream *s, const char *why);
 /*

@@ -234,6 +234,30 @@ http_resps_new(size_t header_limit)
 	    on_headers_complete);
 }
 
+int
+http_resps_forget(struct http_resps *s, size_t n)
+{
+	/* The oldest is answered, or being answered: only newer ones go. */
+	if (n > s->q_len || (n == s->q_len && n > 0 && !s->hs.fresh))
+		return SL_ERR_INVALID;
+	s->q_len -= n;
+	return 0;
+}
+
+int
+http_resps_between(const struct http_resps *s)
+{
+	return http_stream_between(&s->hs) && s->q_len == 0;
+}
+
+void
+http_resps_reset(struct http_resps *s, size_t header_limit)
+{
+	http_stream_reset(&s->hs, header_limit);
+	s->q_first = s->q_len = 0;
+	s->no_body = 0;
+}
+
 void
 http_resps_free(struct http_resps *s)
 {

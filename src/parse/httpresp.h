@@ -42,6 +42,10 @@ struct http_resps;
 /* Returns NULL when out of memory (or header_limit is absurdly large). */
 struct http_resps *http_resps_new(size_t header_limit);
 void	http_resps_free(struct http_resps *s);	/* accepts NULL */
+/* Between responses with none expected: s can be reset and reused. */
+int	http_resps_between(const struct http_resps *s);
+/* Makes s as http_resps_new(header_limit) would (its memory kept). */
+void	http_resps_reset(struct http_resps *s, size_t header_limit);
 
 /*
  * Records the method of a request sent upstream, in order, so that its
@@ -54,6 +58,12 @@ int	http_resps_expect(struct http_resps *s, const char *method);
 
 /* The requests whose final response has not ended (nor tunnelled). */
 size_t	http_resps_pending(const struct http_resps *s);
+/*
+ * The n newest requests expected were never sent after all: their
+ * answers are not expected.  Returns 0, or SL_ERR_INVALID when fewer are
+ * pending or one of them is being answered.
+ */
+int	http_resps_forget(struct http_resps *s, size_t n);
 
 enum http_resp_ev {
 	HTTP_RESP_NEED_MORE,	/* all of buf consumed, nothing to report */

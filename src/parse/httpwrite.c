@@ -72,7 +72,6 @@ struct fwd {
 	const struct http_add	*add;
 	size_t			 nadd;
 	int			 upgrade;	/* Upgrade kept, "Connection: upgrade" */
-	int			 close;		/* "Connection: close" */
 };
 
 /* Content-Length or Transfer-Encoding. */
@@ -164,14 +163,16 @@ host_line(char *o, const char *host, uint16_t port)
 	return n;
 }
 
-/* The Connection line we add, or "" for none. */
+/*
+ * The Connection line we add, or "" for none.  Never "close": the
+ * upstream connection is sluice's, kept for the sandbox's next request
+ * (on this client connection or another); a client's close is honoured
+ * on the client's side.
+ */
 static const char *
 conn_line(const struct fwd *f)
 {
-	if (f->upgrade)
-		return f->close ? "Connection: upgrade, close\r\n" :
-		    "Connection: upgrade\r\n";
-	return f->close ? "Connection: close\r\n" : "";
+	return f->upgrade ? "Connection: upgrade\r\n" : "";
 }
 
 long
@@ -180,7 +181,7 @@ http_head_serialize_upstream(const struct http_head *h, const char *target,
     const char *const *drop, size_t ndrop, const struct http_add *add,
     size_t nadd, char *out, size_t out_len)
 {
-	struct fwd f = { h, drop, ndrop, add, nadd, 0, 0 };
+	struct fwd f = { h, drop, ndrop, add, nadd, 0 };
 	size_t i, need, tlen;
 	const char *conn;
 	char *o = out;
@@ -197,7 +198,6 @@ http_head_serialize_upstream(const struct http_head *h, const char *target,
 	}
 	/* An upgrade in HTTP/1.0 is ignored by the origin (RFC 9110 7.8). */
 	f.upgrade = keep_upgrade && h->upgrade && h->http_minor == 1;
-	f.close = h->http_minor == 0 || !h->keep_alive;
 	conn = conn_line(&f);
 
 	tlen = strlen(target);

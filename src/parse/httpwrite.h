@@ -42,7 +42,8 @@ struct http_add {
  *       (again never Content-Length or Transfer-Encoding);
  *   then one Connection header when needed: "upgrade" when keep_upgrade
  *   is set and h is an HTTP/1.1 upgrade (the Upgrade header is then kept
- *   too), "close" when h is HTTP/1.0 (sent as 1.1) or asked to close;
+ *   too) -- never "close", even when h is HTTP/1.0 (sent as 1.1) or asked
+ *   to close: the upstream connection outlives the client's, in the pool;
  *   then the add[] headers in order; then the empty line.
  *
  * target is the request-target to send (the caller's normalised path, "?"

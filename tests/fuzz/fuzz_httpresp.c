@@ -257,10 +257,9 @@ check_fwd_header(const struct http_header *x, int upgrade)
 	    strcasecmp(n, "x-drop") != 0);
 	if (strcasecmp(n, "upgrade") == 0)
 		CHECK(upgrade);
+	/* The upstream connection is kept: never "close". */
 	if (strcasecmp(n, "connection") == 0)
-		CHECK(strcmp(x->value, "close") == 0 ||
-		    strcmp(x->value, "upgrade") == 0 ||
-		    strcmp(x->value, "upgrade, close") == 0);
+		CHECK(upgrade && strcmp(x->value, "upgrade") == 0);
 }
 
 static void

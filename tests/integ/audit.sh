@@ -29,7 +29,9 @@
 #             and continues the chain
 #   full_*    the trail on a pipe nobody reads, queue 16, queue_full
 #             refuse: requests are refused once the queue is full, and
-#             every request the upstream got has its record
+#             every request the upstream got has its record; the trail on
+#             a full disk while an injected request waits behind an answer
+#             owed: that answer goes out first and whole, then the 503
 # Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
 
 # shellcheck source=tests/integ/check.sh
@@ -73,6 +75,9 @@ intercept:
       set: {authorization: "Bearer {{secret:tok}}"}
   - name: pub
     match: {host: allowed.test, path: "/pub/**"}
+    action: pass
+  - name: slow
+    match: {host: allowed.test, path: "/slow"}
     action: pass
 EOF
 
@@ -391,6 +396,46 @@ check rot_lost_current rot_lost_current
 check cp_interval cp_interval
 check tail_cli tail_cli
 
+# ================================================================ disk
+# (before the loads below: the upstreams' state files grow with every
+# request they record, and answer slower)
+
+# The disk fills while an injected request, pipelined behind an allowed
+# one whose answer is slow, waits for its record (fsync always): the
+# answer owed goes out whole and first, the injected request gets its 503
+# after it, never reaches the upstream, and the connection ends.  (Before:
+# the 503 went out at once in place of the first answer, blamed on it.)
+full_disk_pipelined() {
+	local mnt=$WORK/tiny t
+	mkdir -p "$mnt" && mount -t tmpfs -o size=128k tmpfs "$mnt" ||
+	    { why="cannot mount a tmpfs"; return 1; }
+	t=$mnt/trail.jsonl
+	if ! { config "$t" always && start; }; then
+		umount "$mnt"
+		return 1
+	fi
+	# no room left, not even in the trail's last page
+	dd if=/dev/zero of="$mnt/fill" bs=4k >/dev/null 2>&1
+	head -c 65536 /dev/zero >>"$t" 2>/dev/null
+	snap
+	last="raw: GET /slow?ms=800, then GET /inj/held, pipelined"
+	out=$(timeout 30 ip netns exec "$NS_SB" "$PY" "$UPSTREAM_PY" raw \
+	    198.18.1.10:443 --tls-name allowed.test --ca "$BOX_CA" --json \
+	    --timeout 5 --responses 2 --linger 1 --send \
+	    'GET /slow?ms=800 HTTP/1.1\r\nHost: allowed.test\r\n\r\nGET /inj/held HTTP/1.1\r\nHost: allowed.test\r\n\r\n' 2>&1)
+	world_stop "$SL_PID" TERM 80
+	SL_PID=""
+	umount "$mnt"
+	jq -s -e '[.[] | select(.status)] | map(.status) == [200, 503]' <<<"$out" >/dev/null &&
+	    jq -s -e '.[0].body == "hello from allowed-tls\n" and
+	    (.[1].body | fromjson | .reason == "audit-unavailable") and
+	    (.[-1].end | test("^(eof|reset)"))' <<<"$out" >/dev/null ||
+	    { why="want the slow 200 whole, then a 503, then the end: $(short "$out")"; return 1; }
+	upreqs allowed-tls | jq -e 'map(.path) == ["/slow?ms=800"]' >/dev/null ||
+	    { why="the upstream got: $(upreqs allowed-tls | jq -c 'map(.path)')"; return 1; }
+}
+check full_disk_pipelined full_disk_pipelined
+
 # ================================================================ crash
 
 # crash FSYNC TRAIL PREFIX: load, SIGKILL under way; the upstream's and
@@ -469,5 +514,6 @@ full_refuse() {
 	    { why="the dropped records were not counted"; return 1; }
 }
 check full_refuse full_refuse
+
 
 check_done

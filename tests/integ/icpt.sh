@@ -757,9 +757,47 @@ ka_head_then_denied() {
 	upx 'allowed-tls.requests=1 allowed-tls.paths=/pub/head3'
 }
 
+# The sandbox's "Connection: close" ends its own connection only: the
+# upstream never sees it, its connection goes to the pool, and the
+# sandbox's next connections (each a new TLS session to sluice) reuse it:
+# no new upstream connection or handshake per client connection.
+ka_close_pooled() {
+	local i
+	hc -H 'Connection: close' https://allowed.test/pub/warm
+	[ "$cst" = 200 ] || { why="warm-up: $cst $(short "$cerr")"; return 1; }
+	snap
+	for i in 1 2 3; do
+		hc -H 'Connection: close' https://allowed.test/pub/pooled$i
+		[ "$cst" = 200 ] || { why="request $i: $cst $(short "$cerr")"; return 1; }
+	done
+	upx 'allowed-tls.requests=3 allowed-tls.accepted=0 allowed-tls.handshakes=0' || return 1
+	upwant allowed-tls 'map(.headers | map(select(.[0] | ascii_downcase == "connection")) | length == 0) | all'
+}
+# A client connection kept open after its answer holds no upstream: the
+# next request of another of the sandbox's connections takes the pooled one.
+ka_idle_parks() {
+	local f=$WORK/park
+	hc https://allowed.test/pub/park-warm
+	[ "$cst" = 200 ] || { why="warm-up: $cst"; return 1; }
+	snap
+	# one request, then the connection stays open and idle for 3 s
+	timeout 30 ip netns exec "$NS_SB" "$PY" "$UPSTREAM_PY" raw \
+	    "$(addr_of allowed.test):443" --tls-name allowed.test --ca "$BOX_CA" \
+	    --json --timeout 5 --responses 1 --linger 3 \
+	    --send 'GET /pub/park1 HTTP/1.1\r\nHost: allowed.test\r\n\r\n' >"$f.out" 2>&1 &
+	local held=$!
+	sleep 1
+	hc https://allowed.test/pub/park2
+	[ "$cst" = 200 ] || { why="second connection: $cst"; wait "$held"; return 1; }
+	wait "$held"
+	upx 'allowed-tls.requests=2 allowed-tls.accepted=0' || { why="$why ($(short "$(cat "$f.out")"))"; return 1; }
+}
+
 check ka_head_then_get ka_head_then_get
 check ka_head_then_denied ka_head_then_denied
 check ka_connection_close ka_connection_close
+check ka_close_pooled ka_close_pooled
+check ka_idle_parks ka_idle_parks
 
 # ================================================================ host
 # Host and any absolute-form target must name the SNI host: else 421,

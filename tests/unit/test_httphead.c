@@ -312,6 +312,59 @@ t_after_close(void **state)
 	assert_split_invariant(S(req), &t);
 }
 
+/*
+ * A stream is between requests only at a boundary with nothing of the
+ * next read; reset, even after a close or a refusal, it parses like a new
+ * one (and a smaller limit holds).
+ */
+static void
+t_between_reset(void **state)
+{
+	static const char a[] = "GET /a HTTP/1.1\r\nHost: a\r\n\r\n";
+	static const char c[] = "GET /c HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+	static const char big[] = "GET /b HTTP/1.1\r\nHost: a\r\nX-Long: "
+	    "0123456789012345678901234567890123456789\r\n\r\n";
+	const struct http_head *h;
+	struct http_reqs *s;
+	const char *why;
+	size_t used;
+
+	assert_non_null(s = http_reqs_new(LIMIT));
+	assert_true(http_reqs_between(s));
+	assert_int_equal(http_reqs_feed(s, (const uint8_t *)a, 5, &used, &h,
+	    &why), HTTP_EV_NEED_MORE);
+	assert_false(http_reqs_between(s));	/* half a head read */
+	assert_int_equal(http_reqs_feed(s, (const uint8_t *)a + 5,
+	    sizeof(a) - 6, &used, &h, &why), HTTP_EV_HEAD);
+	assert_false(http_reqs_between(s));
+	assert_int_equal(http_reqs_feed(s, NULL, 0, &used, &h, &why),
+	    HTTP_EV_END);
+	assert_true(http_reqs_between(s));
+	/* After "close" nothing may follow, until a reset. */
+	assert_int_equal(http_reqs_feed(s, (const uint8_t *)c, sizeof(c) - 1,
+	    &used, &h, &why), HTTP_EV_HEAD);
+	assert_int_equal(http_reqs_feed(s, NULL, 0, &used, &h, &why),
+	    HTTP_EV_END);
+	assert_false(http_reqs_between(s));
+	http_reqs_reset(s, LIMIT);
+	assert_int_equal(http_reqs_feed(s, (const uint8_t *)a, sizeof(a) - 1,
+	    &used, &h, &why), HTTP_EV_HEAD);
+	assert_string_equal(h->target, "/a");
+	assert_int_equal(http_reqs_feed(s, NULL, 0, &used, &h, &why),
+	    HTTP_EV_END);
+	/* Dead, then reset with a limit the long head is over. */
+	assert_int_equal(http_reqs_feed(s, (const uint8_t *)"\x01", 1, &used,
+	    &h, &why), HTTP_EV_INVALID);
+	http_reqs_reset(s, 48);
+	assert_true(http_reqs_between(s));
+	assert_int_equal(http_reqs_feed(s, (const uint8_t *)big,
+	    sizeof(big) - 1, &used, &h, &why), HTTP_EV_INVALID);
+	http_reqs_reset(s, LIMIT);
+	assert_int_equal(http_reqs_feed(s, (const uint8_t *)big,
+	    sizeof(big) - 1, &used, &h, &why), HTTP_EV_HEAD);
+	http_reqs_free(s);
+}
+
 static void
 t_keepalive_flags(void **state)
 {
@@ -1194,6 +1247,7 @@ main(void)
 		cmocka_unit_test(t_simple_get),
 		cmocka_unit_test(t_pipelined),
 		cmocka_unit_test(t_after_close),
+		cmocka_unit_test(t_between_reset),
 		cmocka_unit_test(t_keepalive_flags),
 		cmocka_unit_test(t_post_split),
 		cmocka_unit_test(t_chunked_split),

@@ -592,6 +592,51 @@ t_pipelined(void **state)
 	assert_split_invariant(m, S(r), 1, &t);
 }
 
+/*
+ * Requests never sent leave the expectations (newest first, never one
+ * being answered); a stream between responses with none expected is
+ * reset for another connection and frames as a new one would.
+ */
+static void
+t_forget_reset(void **state)
+{
+	static const char r1[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nab";
+	static const char r2[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nxy";
+	const struct http_resp_head *h;
+	struct http_resps *s;
+	const char *why;
+	size_t used;
+
+	assert_non_null(s = http_resps_new(LIMIT));
+	assert_true(http_resps_between(s));
+	assert_int_equal(http_resps_expect(s, "GET"), 0);
+	assert_int_equal(http_resps_expect(s, "HEAD"), 0);
+	assert_int_equal(http_resps_expect(s, "GET"), 0);
+	assert_false(http_resps_between(s));
+	assert_int_equal(http_resps_forget(s, 4), SL_ERR_INVALID);
+	assert_int_equal(http_resps_forget(s, 2), 0);
+	assert_int_equal(http_resps_pending(s), 1);
+	/* The one left is being answered: it cannot go. */
+	assert_int_equal(http_resps_feed(s, (const uint8_t *)r1, sizeof(r1) - 1,
+	    &used, &h, &why), HTTP_RESP_HEAD);
+	assert_int_equal(http_resps_forget(s, 1), SL_ERR_INVALID);
+	assert_int_equal(http_resps_pending(s), 1);
+	assert_false(http_resps_between(s));
+	/* Reset in the middle of a body: a new stream, nothing expected. */
+	http_resps_reset(s, LIMIT);
+	assert_true(http_resps_between(s));
+	assert_int_equal(http_resps_pending(s), 0);
+	assert_int_equal(http_resps_expect(s, "GET"), 0);
+	assert_int_equal(http_resps_feed(s, (const uint8_t *)r2, sizeof(r2) - 1,
+	    &used, &h, &why), HTTP_RESP_HEAD);
+	assert_int_equal(h->status, 200);
+	assert_int_equal(http_resps_feed(s, (const uint8_t *)r2 + used,
+	    sizeof(r2) - 1 - used, &used, &h, &why), HTTP_RESP_END);
+	assert_int_equal(used, 2);
+	assert_true(http_resps_between(s));
+	http_resps_free(s);
+}
+
 /* ---- the head sent on ---------------------------------------------------- */
 
 static void
@@ -967,15 +1012,16 @@ t_fwd_upgrade(void **state)
 static void
 t_fwd_close(void **state)
 {
+	/* The client's close stays on its side: the upstream is kept. */
 	assert_fwd("GET / HTTP/1.0\r\nHost: h\r\nConnection: keep-alive\r\n"
 	    "Accept: */*\r\n\r\n", "/", 80, 0, NULL, 0, NULL, 0,
 	    "GET / HTTP/1.1\r\nHost: api.example.com:80\r\nAccept: */*\r\n"
-	    "Connection: close\r\n\r\n");
+	    "\r\n");
 	assert_fwd("GET / HTTP/1.0\r\n\r\n", "/", 443, 0, NULL, 0, NULL, 0,
-	    "GET / HTTP/1.1\r\nHost: api.example.com\r\nConnection: close\r\n\r\n");
+	    "GET / HTTP/1.1\r\nHost: api.example.com\r\n\r\n");
 	assert_fwd("GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
 	    "/", 443, 0, NULL, 0, NULL, 0,
-	    "GET / HTTP/1.1\r\nHost: api.example.com\r\nConnection: close\r\n\r\n");
+	    "GET / HTTP/1.1\r\nHost: api.example.com\r\n\r\n");
 }
 
 static void
@@ -1034,6 +1080,7 @@ main(void)
 		cmocka_unit_test(t_continue),
 		cmocka_unit_test(t_switching),
 		cmocka_unit_test(t_pipelined),
+		cmocka_unit_test(t_forget_reset),
 		cmocka_unit_test(t_hop_by_hop),
 		cmocka_unit_test(t_connection_close),
 		cmocka_unit_test(t_reason_phrase),
