@@ -31,6 +31,7 @@
 struct arec {
 	size_t		 len, n;
 	int		 dropped;	/* a member did not fit: left out */
+	int		 any_cut;	/* some member's value was cut */
 	int		 finishing;	/* arec_finish adds its members */
 	struct {
 		const char *key;

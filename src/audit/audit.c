@@ -36,6 +36,11 @@
 #define SYNC_RECORDS	1000	/* or after this many records */
 #define MAX_NOTIFY	256	/* workers woken when records are durable */
 #define TAIL_READ	(2 * AUDIT_LINE_MAX)
+/*
+ * A record nobody waits for does not wake the writer: it is written with
+ * the next one someone waits for, or at most this late.
+ */
+#define LAZY_MS		20
 
 /* A record queued: a tree (control records) or flat (the data path). */
 struct slot {
@@ -62,6 +67,7 @@ struct audit {
 	struct event	*notify[MAX_NOTIFY];
 	size_t		 nnotify;
 	atomic_ullong	 durable;
+	atomic_ullong	 wanted;	/* the newest ticket an action waits for */
 	atomic_int	 broken;	/* the writer failed: nothing is written */
 
 	/* The writer's own: the chain and the file. */
@@ -502,11 +508,14 @@ flush_out(struct audit *a, const char *buf, size_t len, uint64_t nrec,
 }
 
 static void
-mark_durable(struct audit *a, uint64_t ticket)
+mark_durable(struct audit *a, uint64_t ticket, int force)
 {
+	uint64_t was = atomic_exchange(&a->durable, ticket);
 	size_t i;
 
-	atomic_store(&a->durable, ticket);
+	/* Workers are woken only when an action waits for these records. */
+	if (!force && atomic_load(&a->wanted) <= was)
+		return;
 	pthread_mutex_lock(&a->mtx);
 	for (i = 0; i < a->nnotify; i++)
 		event_active(a->notify[i], EV_READ, 0);
@@ -568,7 +577,7 @@ rotate_file(struct audit *a)
 static long
 next_deadline(const struct audit *a)
 {
-	long w = 1000, t;
+	long w = LAZY_MS, t;
 
 	if (a->unsynced > 0 && a->o.mode == AUDIT_FSYNC_BATCH &&
 	    (t = SYNC_MS - ms_since(&a->last_sync)) < w)
@@ -632,7 +641,7 @@ write_round(struct audit *a, struct slot *batch, size_t n, int rotate,
 	memcpy(a->pub_head, a->prev, sizeof(a->pub_head));
 	pthread_mutex_unlock(&a->mtx);
 	if (last > 0 && (a->o.mode != AUDIT_FSYNC_ALWAYS || a->unsynced == 0))
-		mark_durable(a, last);
+		mark_durable(a, last, 0);
 	if (rotate || (a->o.max_mb > 0 &&
 	    a->size >= (uint64_t)a->o.max_mb << 20))
 		r = rotate_file(a);
@@ -701,7 +710,7 @@ writer_main(void *arg)
 			atomic_store(&a->broken, 1);
 			failed = 1;
 			/* Requests held for their records are refused now. */
-			mark_durable(a, atomic_load(&a->durable));
+			mark_durable(a, atomic_load(&a->durable), 1);
 		} else if (failed)
 			for (i = 0; i < n; i++)
 				slot_free(&batch[i]);
@@ -765,9 +774,18 @@ enqueue(struct audit *a, struct slot sl, int refuse, uint64_t *ticket)
 	sl.ticket = ++a->tickets;
 	a->ring[(a->head + a->n) % a->cap] = sl;
 	a->n++;
-	if (ticket != NULL)
+	if (ticket != NULL && a->o.mode == AUDIT_FSYNC_ALWAYS) {
+		/* An action waits for it: the writer goes now. */
 		*ticket = a->tickets;
-	pthread_cond_signal(&a->wake);
+		atomic_store(&a->wanted, a->tickets);
+		pthread_cond_signal(&a->wake);
+	} else {
+		/* Queued is enough; the writer takes it within LAZY_MS. */
+		if (ticket != NULL)
+			*ticket = 0;
+		if (a->n >= a->cap / 2)
+			pthread_cond_signal(&a->wake);
+	}
 	pthread_mutex_unlock(&a->mtx);
 	return 0;
 }

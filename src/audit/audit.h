@@ -6,11 +6,14 @@
  *
  * Durability: every queued record gets a ticket, in queue order.  With
  * fsync always, a ticket is durable once its record is on disk
- * (fdatasync done); with batch and never, once it is written to the file
- * (batch syncs at most 100 ms or 1,000 records later).  An action that
- * must not happen before its record (an injected or forwarded request)
- * waits until audit_durable() reaches its ticket: audit_notify() wakes
- * each worker's event whenever it moves.
+ * (fdatasync done), and an action that must not happen before its record
+ * (an injected or forwarded request) waits until audit_durable() reaches
+ * its ticket: audit_notify() wakes each worker's event when it moves past
+ * a ticket someone waits for.  With batch and never the record is queued
+ * before the action and the action does not wait (audit_submit gives
+ * ticket 0, durable at once), as sluiced.yaml(5) says: a crash may lose
+ * what the writer had not taken yet, as it may lose what was written but
+ * not synced (batch syncs at most 100 ms or 1,000 records later).
  */
 #ifndef SLUICE_AUDIT_H
 #define SLUICE_AUDIT_H

@@ -78,6 +78,8 @@ conn_next_wake(const struct conn *c, uint64_t now)
 
 	if (c->head_deadline != 0 && c->head_deadline < at)
 		at = c->head_deadline;
+	if (c->wake_at != 0 && c->wake_at < at)
+		at = c->wake_at;
 	return at > now ? (unsigned)(at - now) : 0;
 }
 

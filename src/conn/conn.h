@@ -47,6 +47,7 @@ struct conn {
 	int		 observed;	/* verdict latency recorded */
 	uint64_t	 last_active;	/* monotonic milliseconds */
 	uint64_t	 head_deadline;	/* a later head must be whole by then; 0: none */
+	uint64_t	 wake_at;	/* the interception's own deadline; 0: none */
 
 	struct sl_addr	 src, dst;	/* dst: the original destination */
 	uint16_t	 src_port, dst_port;

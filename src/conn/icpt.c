@@ -787,6 +787,8 @@ icpt_timer(struct conn *c)
 		conn_close(c, "handshake-timeout");	/* a head too slow */
 		return;
 	}
+	if (c->wake_at != 0 && now >= c->wake_at)
+		icpt_up_park(ic);	/* no request came: it may go */
 	idle = now - c->last_active;
 	if (idle >= cfg->timeouts.idle) {
 		/* An answer is owed: the sandbox is told, not left guessing. */

@@ -29,6 +29,12 @@ struct http_head;
 #define ICPT_HIGH		(256u * 1024)	/* bytes queued for one side */
 #define ICPT_MAX_PENDING	32	/* requests upstream has not answered */
 #define ICPT_MAX_PINS		8
+/*
+ * An upstream with nothing owed waits this long for the client's next
+ * request before it goes to the pool: a keep-alive client keeps its
+ * own, an idle one holds none.
+ */
+#define ICPT_PARK_MS		100
 #define ICPT_MAX_SECRETS	4	/* INJECT_MAX_SECRETS */
 
 /* A request from its judgement to its audit record. */
@@ -304,6 +310,8 @@ void	icpt_up_drop(struct icpt *ic);
  * either direction (else does nothing).
  */
 void	icpt_up_park(struct icpt *ic);
+/* The same, ICPT_PARK_MS from now unless a request comes first. */
+void	icpt_up_park_soon(struct icpt *ic);
 /* Bytes queued for the upstream, held or not. */
 size_t	icpt_up_queued(struct icpt *ic);
 /* Takes rule's pins (up to ICPT_MAX_PINS) for the upstream's key. */

@@ -368,11 +368,13 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 		conn_close(ic->c, "out-of-memory");
 		return NULL;
 	}
-	if (http_resps_expect(ic->resps, h->method) != 0) {
+	if (http_resps_expect(ic->resps, h->method) != 0 ||
+	    (ic->cur.close && http_resps_last(ic->resps) != 0)) {
 		/* The parser checked the method and refused CONNECT. */
 		conn_close(ic->c, "internal");
 		return NULL;
 	}
+	ic->c->wake_at = 0;	/* it keeps its upstream: no parking */
 	q = icpt_q_next(ic);
 	*q = ic->cur;
 	ic->qn++;

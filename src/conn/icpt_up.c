@@ -19,6 +19,7 @@
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
+#include "util/clock.h"
 #include "util/log.h"
 #include "parse/httphead.h"
 #include "parse/httpresp.h"
@@ -329,8 +330,21 @@ icpt_up_drop(struct icpt *ic)
 }
 
 void
+icpt_up_park_soon(struct icpt *ic)
+{
+	uint64_t now;
+
+	if (ic->up == NULL || ic->qn > 0)
+		return;
+	now = mono_ms();
+	ic->c->wake_at = now + ICPT_PARK_MS;
+	conn_arm_timer(ic->c, conn_next_wake(ic->c, now));
+}
+
+void
 icpt_up_park(struct icpt *ic)
 {
+	ic->c->wake_at = 0;
 	if (ic->up == NULL || ic->up_state != UP_READY || ic->qn > 0 ||
 	    ic->phase != IC_REQUESTS || ic->resp_close || ic->resp_open ||
 	    ic->body == BODY_FORWARD || ic->upgrade_sent || ic->fwd != NULL ||
@@ -604,7 +618,7 @@ icpt_pump_responses(struct icpt *ic)
 			 * this sandbox's next request, on this connection or
 			 * another, takes it; an idle client holds none.
 			 */
-			icpt_up_park(ic);
+			icpt_up_park_soon(ic);
 			icpt_q_idle(ic);
 			icpt_parsers_idle(ic);
 			if (!ic->hold)

@@ -33,6 +33,7 @@ struct http_resps {
 
 	/* Requests sent upstream: whether each was HEAD, oldest first. */
 	uint8_t		 q_is_head[HTTP_RESPS_MAX_PENDING];
+	uint8_t		 q_last[HTTP_RESPS_MAX_PENDING];	/* the client's last */
 	size_t		 q_first, q_len;
 
 	int		 no_body;	/* whatever the head's framing says */
@@ -156,7 +157,8 @@ build_out(struct http_resps *s)
 		re--;
 	if (h->status == 101)
 		conn = "Connection: upgrade\r\n";
-	else if (!h->informational && !h->keep_alive)
+	else if (!h->informational && (!h->keep_alive ||
+	    (s->q_len > 0 && s->q_last[s->q_first])))
 		conn = "Connection: close\r\n";
 
 	need = 9 + 3 + 1 + (re - rb) + 2 + strlen(conn) + 2 +
@@ -283,7 +285,17 @@ http_resps_expect(struct http_resps *s, const char *method)
 		return SL_ERR_TOO_BIG;
 	s->q_is_head[(s->q_first + s->q_len) % HTTP_RESPS_MAX_PENDING] =
 	    strcmp(method, "HEAD") == 0;
+	s->q_last[(s->q_first + s->q_len) % HTTP_RESPS_MAX_PENDING] = 0;
 	s->q_len++;
+	return 0;
+}
+
+int
+http_resps_last(struct http_resps *s)
+{
+	if (s->q_len == 0)
+		return SL_ERR_INVALID;
+	s->q_last[(s->q_first + s->q_len - 1) % HTTP_RESPS_MAX_PENDING] = 1;
 	return 0;
 }
 

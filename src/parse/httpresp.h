@@ -56,6 +56,14 @@ void	http_resps_reset(struct http_resps *s, size_t header_limit);
  */
 int	http_resps_expect(struct http_resps *s, const char *method);
 
+/*
+ * The newest request expected is the client's last (it asked to close):
+ * its final response's head for the sandbox says "Connection: close",
+ * whatever the upstream's said (the upstream's own connection may stay).
+ * Returns 0, or SL_ERR_INVALID when none is expected.
+ */
+int	http_resps_last(struct http_resps *s);
+
 /* The requests whose final response has not ended (nor tunnelled). */
 size_t	http_resps_pending(const struct http_resps *s);
 /*
@@ -96,8 +104,9 @@ struct http_resp_head {
 	 * Proxy-*, and any a Connection header names, but never
 	 * Content-Length or Transfer-Encoding); for 101 the Upgrade header
 	 * and "Connection: upgrade"; "Connection: close" on a final response
-	 * that is not keep_alive (the sandbox connection must then close
-	 * after it); the empty line.  Not NUL-terminated.
+	 * that is not keep_alive, or that answers a request marked with
+	 * http_resps_last (the sandbox connection must then close after it);
+	 * the empty line.  Not NUL-terminated.
 	 */
 	const char	*out;
 	size_t		 out_len;

@@ -769,6 +769,9 @@ ka_close_pooled() {
 	for i in 1 2 3; do
 		hc -H 'Connection: close' https://allowed.test/pub/pooled$i
 		[ "$cst" = 200 ] || { why="request $i: $cst $(short "$cerr")"; return 1; }
+		# the client is told its connection ends (RFC 9112 9.6)
+		grep -qi '^connection: close$' <<<"$chdrs" ||
+		    { why="answer $i does not say Connection: close: $(short "$chdrs")"; return 1; }
 	done
 	upx 'allowed-tls.requests=3 allowed-tls.accepted=0 allowed-tls.handshakes=0' || return 1
 	upwant allowed-tls 'map(.headers | map(select(.[0] | ascii_downcase == "connection")) | length == 0) | all'

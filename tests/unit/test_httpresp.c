@@ -593,6 +593,41 @@ t_pipelined(void **state)
 }
 
 /*
+ * The client's last request: the sandbox's head says close, the upstream
+ * connection stays kept (keep_alive is the upstream's).
+ */
+static void
+t_last(void **state)
+{
+	static const char r[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	static const char want[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n"
+	    "Connection: close\r\n\r\n";
+	const struct http_resp_head *h;
+	struct http_resps *s;
+	const char *why;
+	size_t used;
+
+	assert_non_null(s = http_resps_new(LIMIT));
+	assert_int_equal(http_resps_last(s), SL_ERR_INVALID);
+	assert_int_equal(http_resps_expect(s, "GET"), 0);
+	assert_int_equal(http_resps_expect(s, "GET"), 0);
+	assert_int_equal(http_resps_last(s), 0);
+	/* The first answer is not the last one's. */
+	assert_int_equal(http_resps_feed(s, (const uint8_t *)r, sizeof(r) - 1,
+	    &used, &h, &why), HTTP_RESP_HEAD);
+	assert_int_equal(h->out_len, sizeof(r) - 1);
+	assert_memory_equal(h->out, r, sizeof(r) - 1);
+	assert_int_equal(http_resps_feed(s, NULL, 0, &used, &h, &why),
+	    HTTP_RESP_END);
+	assert_int_equal(http_resps_feed(s, (const uint8_t *)r, sizeof(r) - 1,
+	    &used, &h, &why), HTTP_RESP_HEAD);
+	assert_true(h->keep_alive);
+	assert_int_equal(h->out_len, sizeof(want) - 1);
+	assert_memory_equal(h->out, want, sizeof(want) - 1);
+	http_resps_free(s);
+}
+
+/*
  * Requests never sent leave the expectations (newest first, never one
  * being answered); a stream between responses with none expected is
  * reset for another connection and frames as a new one would.
@@ -1081,6 +1116,7 @@ main(void)
 		cmocka_unit_test(t_switching),
 		cmocka_unit_test(t_pipelined),
 		cmocka_unit_test(t_forget_reset),
+		cmocka_unit_test(t_last),
 		cmocka_unit_test(t_hop_by_hop),
 		cmocka_unit_test(t_connection_close),
 		cmocka_unit_test(t_reason_phrase),
