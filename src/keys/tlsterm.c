@@ -658,3 +658,135 @@ tlsterm_ssl_new(SSL_CTX *ctx, struct leafcache *lc, const char *host,
 	EVP_PKEY_free(key);
 	return r;
 }
+
+/* ---- the socket, after the bytes already read ---------------------------- */
+
+/*
+ * A filter BIO that serves the bytes of its prefix, then reads through
+ * to the next BIO (the socket); writes and controls go through, but
+ * "pending" and "eof" count the prefix too.
+ */
+struct prefix {
+	uint8_t	*p;
+	size_t	 len, off;
+};
+
+static BIO_METHOD	*prefix_meth;
+static pthread_once_t	 prefix_once = PTHREAD_ONCE_INIT;
+
+static int
+prefix_read(BIO *b, char *out, int outl)
+{
+	struct prefix *x = BIO_get_data(b);
+	size_t n;
+	int r;
+
+	if (out == NULL || outl <= 0)
+		return 0;
+	BIO_clear_retry_flags(b);
+	if (x != NULL && x->off < x->len) {
+		n = x->len - x->off < (size_t)outl ? x->len - x->off :
+		    (size_t)outl;
+		memcpy(out, x->p + x->off, n);
+		x->off += n;
+		return (int)n;
+	}
+	if (BIO_next(b) == NULL)
+		return 0;
+	r = BIO_read(BIO_next(b), out, outl);
+	BIO_copy_next_retry(b);
+	return r;
+}
+
+static int
+prefix_write(BIO *b, const char *in, int inl)
+{
+	int r;
+
+	if (BIO_next(b) == NULL)
+		return 0;
+	BIO_clear_retry_flags(b);
+	r = BIO_write(BIO_next(b), in, inl);
+	BIO_copy_next_retry(b);
+	return r;
+}
+
+static long
+prefix_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	struct prefix *x = BIO_get_data(b);
+	size_t left = x != NULL ? x->len - x->off : 0;
+
+	if (cmd == BIO_CTRL_PENDING && left > 0)
+		return (long)left;
+	if (cmd == BIO_CTRL_EOF && left > 0)
+		return 0;
+	return BIO_next(b) != NULL ? BIO_ctrl(BIO_next(b), cmd, num, ptr) : 0;
+}
+
+static int
+prefix_create(BIO *b)
+{
+	BIO_set_init(b, 1);
+	return 1;
+}
+
+static int
+prefix_destroy(BIO *b)
+{
+	struct prefix *x = BIO_get_data(b);
+
+	if (x != NULL) {
+		free(x->p);
+		free(x);
+	}
+	BIO_set_data(b, NULL);
+	return 1;
+}
+
+static void
+prefix_meth_init(void)
+{
+	BIO_METHOD *m;
+
+	if ((m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_FILTER,
+	    "sluice prefix")) == NULL ||
+	    !BIO_meth_set_read(m, prefix_read) ||
+	    !BIO_meth_set_write(m, prefix_write) ||
+	    !BIO_meth_set_ctrl(m, prefix_ctrl) ||
+	    !BIO_meth_set_create(m, prefix_create) ||
+	    !BIO_meth_set_destroy(m, prefix_destroy)) {
+		BIO_meth_free(m);
+		return;
+	}
+	prefix_meth = m;
+}
+
+int
+tlsterm_ssl_set_socket(SSL *ssl, int fd, const void *prefix, size_t len)
+{
+	BIO *rsock = NULL, *wsock = NULL, *pre = NULL;
+	struct prefix *x = NULL;
+
+	pthread_once(&prefix_once, prefix_meth_init);
+	if (prefix_meth == NULL ||
+	    (rsock = BIO_new_socket(fd, BIO_NOCLOSE)) == NULL ||
+	    (wsock = BIO_new_socket(fd, BIO_NOCLOSE)) == NULL ||
+	    (pre = BIO_new(prefix_meth)) == NULL ||
+	    (x = calloc(1, sizeof(*x))) == NULL ||
+	    (len > 0 && (x->p = malloc(len)) == NULL)) {
+		free(x);
+		BIO_free(pre);
+		BIO_free(wsock);
+		BIO_free(rsock);
+		return SL_ERR_NOMEM;
+	}
+	if (len > 0)
+		memcpy(x->p, prefix, len);
+	x->len = len;
+	BIO_set_data(pre, x);
+	BIO_push(pre, rsock);
+	/* Two socket BIOs: the SSL frees each chain on its own. */
+	SSL_set_bio(ssl, pre, wsock);
+	return 0;
+}
