@@ -887,6 +887,9 @@ conn_close(struct conn *c, const char *reason)
 	conn_set_state(c, CS_CLOSED);
 	resolve_cancel(c->rreq);
 	c->rreq = NULL;
+	/* Empty pipes serve the loop's next relays. */
+	loop_pipe_put(c->l, c->down.pipe);
+	loop_pipe_put(c->l, c->up.pipe);
 	half_reset(&c->down);
 	half_reset(&c->up);
 	if (c->timer != NULL)

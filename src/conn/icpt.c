@@ -131,18 +131,6 @@ icpt_resps_pending(const struct icpt *ic)
 	return ic->resps != NULL ? http_resps_pending(ic->resps) : 0;
 }
 
-static void
-reqs_destroy(void *p)
-{
-	http_reqs_free(p);
-}
-
-static void
-resps_destroy(void *p)
-{
-	http_resps_free(p);
-}
-
 void
 icpt_parsers_idle(struct icpt *ic)
 {
@@ -153,8 +141,8 @@ icpt_parsers_idle(struct icpt *ic)
 	    ic->resp_open || ic->expect_tunnel ||
 	    !http_reqs_between(ic->reqs) || !http_resps_between(ic->resps))
 		return;
-	freelist_put(&l->reqs, ic->reqs, reqs_destroy);
-	freelist_put(&l->resps, ic->resps, resps_destroy);
+	freelist_put(&l->reqs, ic->reqs, loop_reqs_destroy);
+	freelist_put(&l->resps, ic->resps, loop_resps_destroy);
 	ic->reqs = NULL;
 	ic->resps = NULL;
 }

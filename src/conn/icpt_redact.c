@@ -284,12 +284,6 @@ secrets_json(const struct icpt_req *r)
 	return arr;
 }
 
-static void
-red_destroy(void *p)
-{
-	redactor_free(p);
-}
-
 int
 icpt_redact_end(struct icpt *ic, struct icpt_req *r)
 {
@@ -314,7 +308,7 @@ icpt_redact_end(struct icpt *ic, struct icpt_req *r)
 	 * redactor back to the loop: an idle connection holds none.
 	 */
 	if (ic->red != NULL && redactor_reset(ic->red, NULL, 0) == 0)
-		freelist_put(&c->l->reds, ic->red, red_destroy);
+		freelist_put(&c->l->reds, ic->red, loop_red_destroy);
 	else
 		redactor_free(ic->red);
 	ic->red = NULL;

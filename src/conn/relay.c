@@ -30,7 +30,7 @@ relay_start(struct conn *c)
 
 	for (i = 0; i < 2; i++)
 		if (hs[i]->pipe[0] == -1 &&
-		    pipe2(hs[i]->pipe, O_NONBLOCK | O_CLOEXEC) == -1)
+		    loop_pipe_get(c->l, hs[i]->pipe) == -1)
 			return SL_ERR_IO;
 	conn_set_state(c, CS_RELAY);
 	half_want_read(&c->down, half_pending(&c->up) < RELAY_HIGH_WATER);

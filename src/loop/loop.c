@@ -1,7 +1,10 @@
 /* loop.c: the few things a connection asks of its thread's loop. */
 #include "autoconf.h"
 
+#include <sys/ioctl.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -28,29 +31,67 @@ loop_scratch(struct loop *l)
 	return l->scratch;
 }
 
-static void
-reqs_destroy(void *p)
+void
+loop_reqs_destroy(void *p)
 {
 	http_reqs_free(p);
 }
 
-static void
-resps_destroy(void *p)
+void
+loop_resps_destroy(void *p)
 {
 	http_resps_free(p);
 }
 
-static void
-red_destroy(void *p)
+void
+loop_red_destroy(void *p)
 {
 	redactor_free(p);
+}
+
+int
+loop_pipe_get(struct loop *l, int p[2])
+{
+	if (l->npipes > 0) {
+		l->npipes--;
+		p[0] = l->pipes[l->npipes][0];
+		p[1] = l->pipes[l->npipes][1];
+		return 0;
+	}
+	return pipe2(p, O_NONBLOCK | O_CLOEXEC);
+}
+
+void
+loop_pipe_put(struct loop *l, int p[2])
+{
+	int n = -1;
+
+	if (p[0] == -1)
+		return;
+	/* Only an empty pipe is as good as new. */
+	if (p[1] != -1 && l->npipes < LOOP_PIPES &&
+	    ioctl(p[0], FIONREAD, &n) == 0 && n == 0) {
+		l->pipes[l->npipes][0] = p[0];
+		l->pipes[l->npipes][1] = p[1];
+		l->npipes++;
+	} else {
+		close(p[0]);
+		if (p[1] != -1)
+			close(p[1]);
+	}
+	p[0] = p[1] = -1;
 }
 
 void
 loop_caches_clear(struct loop *l)
 {
+	while (l->npipes > 0) {
+		l->npipes--;
+		close(l->pipes[l->npipes][0]);
+		close(l->pipes[l->npipes][1]);
+	}
 	freelist_clear(&l->qblocks, free);
-	freelist_clear(&l->reqs, reqs_destroy);
-	freelist_clear(&l->resps, resps_destroy);
-	freelist_clear(&l->reds, red_destroy);
+	freelist_clear(&l->reqs, loop_reqs_destroy);
+	freelist_clear(&l->resps, loop_resps_destroy);
+	freelist_clear(&l->reds, loop_red_destroy);
 }

@@ -38,6 +38,8 @@ struct upool;
 
 TAILQ_HEAD(conn_list, conn);
 
+#define LOOP_PIPES	64	/* empty splice pipes a loop keeps */
+
 struct loop {
 	struct event_base	*base;
 	unsigned		 idx;		/* the worker's number */
@@ -62,6 +64,9 @@ struct loop {
 	struct freelist		 qblocks;	/* request queues */
 	struct freelist		 reqs, resps;	/* HTTP parsers */
 	struct freelist		 reds;		/* redactors */
+	/* Empty splice pipes of closed relays, for the next ones. */
+	int			 pipes[LOOP_PIPES][2];
+	size_t			 npipes;
 	struct wmetrics		 metrics;	/* written here, read by scrapes */
 };
 
@@ -77,6 +82,18 @@ void	loop_conn_gone(struct loop *l);
 char	*loop_scratch(struct loop *l);
 /* Frees what l keeps for reuse (its freelists). */
 void	loop_caches_clear(struct loop *l);
+/*
+ * A splice pipe (O_NONBLOCK, O_CLOEXEC) into p: one l kept, or a new one.
+ * 0, or -1 with errno.  A relay makes two per connection: kept, they
+ * cost no pipe2 and no closes.
+ */
+int	loop_pipe_get(struct loop *l, int p[2]);
+/* Takes p back (p becomes -1, -1): kept if empty, else closed. */
+void	loop_pipe_put(struct loop *l, int p[2]);
+/* The destructors of what the freelists keep, for freelist_put. */
+void	loop_reqs_destroy(void *p);
+void	loop_resps_destroy(void *p);
+void	loop_red_destroy(void *p);
 
 /* listen.c: accepting that fails (out of descriptors, say). */
 

@@ -224,6 +224,18 @@ inj_echo_redacted() {
 	grep -q 'REDACTED' "$WORK/c.b" || { why="no [REDACTED] in the echo: $(short "$(head -c 300 "$WORK/c.b")")"; return 1; }
 	no_value "$WORK/c.b" "$TOK1" "$BASIC"
 }
+# The answer's head comes in two TLS records, read apart, the echo of
+# the credential in the first: the sandbox still gets one whole head with
+# the echo redacted, never the first record's bytes as they came.
+inj_split_head() {
+	hc "https://allowed.test/reflect?split=-4"
+	cwant 200 || return 1
+	[ "$(grep -c '^HTTP/' <<<"$chdrs")" = 1 ] ||
+	    { why="the head came garbled: $(short "$chdrs")"; return 1; }
+	grep -qi '^x-echo: .*REDACTED' <<<"$chdrs" ||
+	    { why="the echo in the head is not redacted: $(short "$chdrs")"; return 1; }
+	no_value "$WORK/c.h" "$TOK1" "$BASIC" && no_value "$WORK/c.b" "$TOK1" "$BASIC"
+}
 inj_basic() {
 	snap
 	hc https://allowed.test/basic
@@ -268,6 +280,7 @@ inj_audit() {
 
 check inj_replaces inj_replaces
 check inj_echo_redacted inj_echo_redacted
+check inj_split_head inj_split_head
 check inj_basic inj_basic
 check inj_unbound inj_unbound
 check inj_missing inj_missing

@@ -333,7 +333,7 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
     def _reflect(self, q, body_wanted):
         """/reflect: the value of request header h (default Authorization)
         sent back in a response header and in the body, as is and encoded,
-        framed as asked."""
+        framed as asked; split=N sends the head in two writes."""
         if "ms" in q:
             time.sleep(int(q["ms"][0]) / 1000.0)
         v = self.headers.get(q.get("h", ["Authorization"])[0], "")
@@ -366,7 +366,20 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
         for k, x in extra:
             self.send_header(k, x)
-        self.end_headers()
+        if "split" in q:
+            # the head in two writes (two TLS records, read apart): the
+            # first ends split bytes in (negative: before the end)
+            self._headers_buffer.append(b"\r\n")
+            head = b"".join(self._headers_buffer)
+            self._headers_buffer = []
+            n = int(q["split"][0])
+            n = n if n > 0 else len(head) + n
+            self.wfile.write(head[:n])
+            self.wfile.flush()
+            time.sleep(0.2)
+            self.wfile.write(head[n:])
+        else:
+            self.end_headers()
         if not body_wanted:
             return
         if chunk <= 0:

@@ -84,6 +84,8 @@ teardown(void **state)
 		conn_close(w->c, "test-end");
 	event_base_loop(w->base, EVLOOP_NONBLOCK);	/* the deferred free */
 	assert_int_equal(w->l.nconns, 0);
+	loop_caches_clear(&w->l);
+	assert_int_equal(w->l.npipes, 0);
 	close(w->sb);
 	close(w->up);
 	event_base_free(w->base);
@@ -134,6 +136,46 @@ t_both_ways(void **state)
 	assert_memory_equal(buf, "HTTP/1.1 200 OK\r\n", 17);
 	assert_int_equal(w->c->down.bytes, 16);
 	assert_int_equal(w->c->up.bytes, 17);
+}
+
+/*
+ * A closed relay's pipes are empty: the loop keeps them, and the next
+ * relay takes them instead of making new ones (no pipe2, no close).
+ */
+static void
+t_pipes_kept(void **state)
+{
+	struct world *w = *state;
+	int p0 = w->c->down.pipe[0], p1 = w->c->up.pipe[0];
+	struct conn *c2;
+	uint8_t buf[8];
+	int a[2], b[2];
+
+	assert_int_equal(write(w->sb, "ping", 4), 4);
+	assert_int_equal(drain(w, w->up, buf, sizeof(buf)), 4);
+	conn_close(w->c, "test-end");
+	turn(w);
+	assert_int_equal(w->l.npipes, 2);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
+	nonblock(a[1]);
+	nonblock(b[0]);
+	nonblock(b[1]);
+	assert_non_null(c2 = conn_new(&w->l, a[1], LISTEN_TRANSPARENT));
+	assert_int_equal(conn_half_init(c2, &c2->up, b[0]), 0);
+	c2->dec.verdict = VERDICT_PASS;
+	c2->dec.reason = "allow-name";
+	assert_int_equal(relay_start(c2), 0);
+	assert_int_equal(w->l.npipes, 0);
+	assert_true((c2->down.pipe[0] == p0 || c2->down.pipe[0] == p1) &&
+	    (c2->up.pipe[0] == p0 || c2->up.pipe[0] == p1));
+	assert_int_equal(write(a[0], "pong", 4), 4);
+	assert_int_equal(drain(w, b[1], buf, sizeof(buf)), 4);
+	assert_memory_equal(buf, "pong", 4);
+	w->c = c2;	/* the teardown closes it */
+	close(a[0]);
+	close(w->up);
+	w->up = b[1];
 }
 
 /*
@@ -242,6 +284,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(t_both_ways, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_megabyte, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_pipes_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_half_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_upstream_closes, setup, teardown),
 	};
