@@ -187,29 +187,39 @@ icpt_audit_request(struct icpt *ic, struct icpt_req *r)
 
 /*
  * The connection is to end once the sandbox has everything owed: the TLS
- * layer has taken all that was queued (it writes the socket itself: what
- * it took is in the kernel), and our close_notify follows it.
+ * layer's queue is empty, our close_notify is queued after it, and the
+ * socket's queue (under_out_cb watches it) has gone to the kernel.
  */
 void
 icpt_maybe_finish(struct icpt *ic)
 {
+	struct bufferevent *under;
 	SSL *ssl;
 
 	if (ic->phase == IC_CLOSED || !ic->closing ||
 	    evbuffer_get_length(bufferevent_get_output(ic->down)) > 0)
 		return;
+	under = bufferevent_get_underlying(ic->down);
 	if (!ic->shut_sent && ic->phase != IC_HANDSHAKE &&
 	    (ssl = bufferevent_openssl_get_ssl(ic->down)) != NULL) {
 		ic->shut_sent = 1;
 		SSL_shutdown(ssl);	/* a clean end keeps the session resumable */
 	}
+	if (under != NULL && evbuffer_get_length(bufferevent_get_output(under)) >
+	    0)
+		return;
 	conn_close(ic->c, "closed");
 }
 
 size_t
 icpt_down_queued(struct icpt *ic)
 {
-	return evbuffer_get_length(bufferevent_get_output(ic->down));
+	struct bufferevent *under = bufferevent_get_underlying(ic->down);
+	size_t n = evbuffer_get_length(bufferevent_get_output(ic->down));
+
+	if (under != NULL)
+		n += evbuffer_get_length(bufferevent_get_output(under));
+	return n;
 }
 
 /* The sandbox took some of what was queued: read the upstream again. */
@@ -235,12 +245,11 @@ finish_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * The TLS layer took some of what was queued for the sandbox: once none
- * is left, a closing connection may end; below half the bound, an
- * upstream paused for it is read again.
+ * The socket's queue shrank: once empty, a closing connection may end;
+ * below half the bound, an upstream paused for it is read again.
  */
 static void
-down_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+under_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
     void *arg)
 {
 	struct icpt *ic = arg;
@@ -545,24 +554,17 @@ start_tls(struct icpt *ic)
 		    c->name, err_str(r));
 		return r;
 	}
-	/*
-	 * The TLS layer reads and writes the socket itself, the peeked
-	 * ClientHello first: no bufferevent and no copy beneath it.
-	 */
-	if (tlsterm_ssl_set_socket(ssl, c->down.fd, c->peek, c->peeklen) !=
-	    0 || (ic->down = bufferevent_openssl_socket_new(c->l->base, -1,
-	    ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+	ic->down = bufferevent_openssl_filter_new(c->l->base, ic->under, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (ic->down == NULL) {
 		SSL_free(ssl);
 		return SL_ERR_NOMEM;
 	}
-	/* The socket is the bufferevent's from here on (it closes it). */
-	event_del(c->down.rev);
-	event_del(c->down.wev);
-	c->down.fd = -1;
-	bufferevent_openssl_set_allow_dirty_shutdown(ic->down, 1);
-	if (evbuffer_add_cb(bufferevent_get_output(ic->down), down_out_cb,
-	    ic) == NULL)
+	ic->under = NULL;	/* the filter frees it */
+	if (evbuffer_add_cb(bufferevent_get_output(bufferevent_get_underlying(
+	    ic->down)), under_out_cb, ic) == NULL)
 		return SL_ERR_NOMEM;
+	bufferevent_openssl_set_allow_dirty_shutdown(ic->down, 1);
 	return 0;
 }
 
@@ -590,46 +592,41 @@ icpt_start(struct conn *c)
 		return;
 	}
 	ic->c = c;
+	ic->under = bufferevent_socket_new(c->l->base, c->down.fd,
+	    BEV_OPT_CLOSE_ON_FREE);
+	/*
+	 * The bytes we read are put back in front of the socket's (a
+	 * bufferevent's input takes no appends from outside; its front does).
+	 */
+	if (ic->under == NULL || evbuffer_prepend(bufferevent_get_input(
+	    ic->under), c->peek, c->peeklen) != 0) {
+		icpt_free(ic);
+		conn_close(c, "out-of-memory");
+		return;
+	}
 	if (tls && (r = start_tls(ic)) != 0) {
-		if (c->down.fd == -1) {
-			/* The bufferevent has the socket: it ends with it. */
-			c->icpt = ic;
-			conn_close(c, "out-of-memory");
-			return;
-		}
-		icpt_free(ic);		/* c->down keeps the socket */
+		bufferevent_setfd(ic->under, -1);	/* c->down keeps the socket */
+		icpt_free(ic);
 		conn_deny(c, r == SL_ERR_DENIED ? "no-sandbox-ca" :
 		    "interception-failed", c->dec.rule);
 		return;
 	}
+	/* The socket is libevent's from here on; our own events on it go. */
+	event_del(c->down.rev);
+	event_del(c->down.wev);
+	c->down.fd = -1;
+	c->icpt = ic;
+	/* The peeked bytes are in the bufferevent now: the copy goes. */
+	free(c->peek);
+	c->peek = NULL;
+	c->peeklen = c->peekcap = 0;
 	if (!tls) {
-		/*
-		 * The bytes we read are put back in front of the socket's (a
-		 * bufferevent's input takes no appends from outside; its
-		 * front does).
-		 */
-		ic->down = bufferevent_socket_new(c->l->base, c->down.fd,
-		    BEV_OPT_CLOSE_ON_FREE);
-		if (ic->down == NULL || evbuffer_prepend(bufferevent_get_input(
-		    ic->down), c->peek, c->peeklen) != 0) {
-			if (ic->down != NULL)
-				bufferevent_setfd(ic->down, -1);
-			icpt_free(ic);
-			conn_close(c, "out-of-memory");
-			return;
-		}
-		event_del(c->down.rev);
-		event_del(c->down.wev);
-		c->down.fd = -1;
+		ic->down = ic->under;
+		ic->under = NULL;
 		ic->phase = IC_REQUESTS;
 		c->upport = 443;	/* the same server, over TLS */
 		c->updst = c->dst;
 	}
-	c->icpt = ic;
-	/* The peeked bytes are the TLS layer's or the bufferevent's now. */
-	free(c->peek);
-	c->peek = NULL;
-	c->peeklen = c->peekcap = 0;
 	conn_set_state(c, CS_ICPT);
 	/*
 	 * Enabling may run the handshake on the peeked bytes at once, and a
@@ -639,12 +636,10 @@ icpt_start(struct conn *c)
 	bufferevent_setcb(ic->down, down_read_cb, down_write_cb, down_event_cb,
 	    ic);
 	bufferevent_setwatermark(ic->down, EV_WRITE, ICPT_HIGH / 2, 0);
-	/*
-	 * TLS: the handshake runs from the socket's writability, reading the
-	 * peeked ClientHello first.  Plain: what was peeked is in already,
-	 * and no more may come: read it now.
-	 */
 	bufferevent_enable(ic->down, EV_READ | EV_WRITE);
+	/* What was peeked is in already, and no more may come: start now. */
+	bufferevent_trigger(tls ? bufferevent_get_underlying(ic->down) :
+	    ic->down, EV_READ, BEV_TRIG_IGNORE_WATERMARKS);
 	ic->starting = 0;
 	if (ic->start_events != 0)
 		down_event_cb(ic->down, ic->start_events, ic);	/* may close c */
@@ -665,6 +660,8 @@ bev_quiet(struct bufferevent *b)
 void
 icpt_close(struct icpt *ic)
 {
+	struct bufferevent *under;
+
 	if (ic->phase == IC_CLOSED)
 		return;
 	/* Answers never completed still get their record. */
@@ -686,10 +683,12 @@ icpt_close(struct icpt *ic)
 	}
 	ic->phase = IC_CLOSED;
 	bev_quiet(ic->up);
-	if (ic->down != NULL)
-		evbuffer_remove_cb(bufferevent_get_output(ic->down),
-		    down_out_cb, ic);
+	if (ic->down != NULL &&
+	    (under = bufferevent_get_underlying(ic->down)) != NULL)
+		evbuffer_remove_cb(bufferevent_get_output(under), under_out_cb,
+		    ic);
 	bev_quiet(ic->down);
+	bev_quiet(ic->under);
 	if (ic->finish != NULL)
 		event_del(ic->finish);
 	resolve_cancel(ic->resolving);
@@ -707,6 +706,8 @@ icpt_free(struct icpt *ic)
 		bufferevent_free(ic->down);
 	if (ic->finish != NULL)
 		event_free(ic->finish);
+	if (ic->under != NULL)
+		bufferevent_free(ic->under);
 	icpt_req_release(&ic->cur);
 	if (ic->q != NULL)
 		freelist_put(&ic->c->l->qblocks, ic->q, free);

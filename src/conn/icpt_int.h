@@ -74,7 +74,8 @@ enum icpt_up { UP_NONE, UP_CONNECTING, UP_READY };
 struct icpt {
 	struct conn	*c;
 	enum icpt_phase	 phase;
-	struct bufferevent *down;	/* the sandbox's socket, TLS on it */
+	struct bufferevent *under;	/* the sandbox's socket */
+	struct bufferevent *down;	/* TLS over it, towards the sandbox */
 	struct bufferevent *up;		/* TLS to the upstream, once needed */
 	enum icpt_up	 up_state;
 	char		 up_ca[256];	/* CA file the upstream was verified by */
@@ -211,8 +212,8 @@ void	icpt_audit_request(struct icpt *ic, struct icpt_req *r);
 /* Lets go of the secrets r holds (without a record). */
 void	icpt_req_release(struct icpt_req *r);
 /*
- * Bytes queued for the sandbox that the TLS layer has not taken yet
- * (what it takes goes to the socket at once): what ICPT_HIGH bounds.
+ * Bytes queued for the sandbox, in the TLS layer and below it in the
+ * socket's buffer: what the bound ICPT_HIGH counts.
  */
 size_t	icpt_down_queued(struct icpt *ic);
 /* Queues len bytes of buf for the sandbox. */

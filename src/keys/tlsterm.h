@@ -105,14 +105,4 @@ SSL_CTX	*tlsterm_ctx_new(void);
 int	tlsterm_ssl_new(SSL_CTX *ctx, struct leafcache *lc, const char *host,
 	    leaf_mint_fn mint, void *arg, X509 *chain_ca, SSL **out);
 
-/*
- * Puts ssl straight on the socket fd (not closed with the SSL), reading
- * first the len bytes of prefix (copied): the client's first bytes, read
- * already to judge its ClientHello.  So the TLS layer reads and writes
- * the socket itself, with no buffer between them.  Returns 0 or
- * SL_ERR_NOMEM.
- */
-int	tlsterm_ssl_set_socket(SSL *ssl, int fd, const void *prefix,
-	    size_t len);
-
 #endif
