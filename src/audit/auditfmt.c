@@ -325,6 +325,61 @@ adopt_seal(json_t *rec, json_t *from)
 }
 
 /*
+ * The next byte of the key whose encoding is at *p (in a canonical
+ * string: escapes as jansson writes them), moving *p past it; -1 at the
+ * closing quote.  A character past ASCII, as \uXXXX, is its UTF-8 lead
+ * byte (0xc2 or more): all that ordering against ASCII needs.
+ */
+static int
+key_byte(const char **p)
+{
+	const char *s = *p;
+	unsigned cp = 0;
+	int i;
+
+	if (*s == '"')
+		return -1;
+	if (*s != '\\') {
+		*p = s + 1;
+		return (unsigned char)*s;
+	}
+	switch (s[1]) {
+	case 'b':	*p = s + 2; return '\b';
+	case 'f':	*p = s + 2; return '\f';
+	case 'n':	*p = s + 2; return '\n';
+	case 'r':	*p = s + 2; return '\r';
+	case 't':	*p = s + 2; return '\t';
+	case 'u':
+		for (i = 2; i < 6; i++)
+			cp = cp << 4 | (unsigned)(s[i] <= '9' ? s[i] - '0' :
+			    (s[i] | 0x20) - 'a' + 10);
+		*p = s + 6;
+		/* The rest of a character past ASCII cannot matter here. */
+		return cp < 0x80 ? (int)cp : cp < 0x800 ? 0xc0 | (int)(cp >> 6) :
+		    cp >= 0xd800 && cp < 0xdc00 ? 0xf0 : 0xe0 | (int)(cp >> 12);
+	default:	/* \" \\ \/ */
+		*p = s + 2;
+		return (unsigned char)s[1];
+	}
+}
+
+/* The order of the key encoded at p (after its quote) against "hash". */
+static int
+key_vs_hash(const char *p)
+{
+	static const char h[] = "hash";
+	int i, b;
+
+	for (i = 0; i < 4; i++) {
+		if ((b = key_byte(&p)) == -1)
+			return -1;		/* a prefix of "hash" */
+		if (b != (unsigned char)h[i])
+			return b < (unsigned char)h[i] ? -1 : 1;
+	}
+	return key_byte(&p) == -1 ? 0 : 1;
+}
+
+/*
  * Where a top-level member named "hash" goes in canon, a canonical
  * object (members sorted by key bytes): before the first top-level key
  * that sorts after it, else before the closing brace.  canon comes from
@@ -333,7 +388,7 @@ adopt_seal(json_t *rec, json_t *from)
 static size_t
 hash_place(const char *canon)
 {
-	size_t i, k;
+	size_t i;
 	int depth = 0, instr = 0, key;
 
 	for (i = 0; canon[i] != '\0'; i++) {
@@ -349,18 +404,9 @@ hash_place(const char *canon)
 			/* A key of the top level: right after '{' or ','. */
 			key = depth == 1 && (canon[i - 1] == '{' ||
 			    canon[i - 1] == ',');
-			if (key) {
-				size_t kl;
-				int cmp;
-
-				for (k = i + 1; canon[k] != '"'; k++)
-					if (canon[k] == '\\')
-						k++;
-				kl = k - i - 1;
-				cmp = memcmp(canon + i + 1, "hash", kl < 4 ? kl : 4);
-				if (cmp > 0 || (cmp == 0 && kl > 4))
-					return i;
-			}
+			/* Compared as key bytes, as the sort was: unescaped. */
+			if (key && key_vs_hash(canon + i + 1) > 0)
+				return i;
 			instr = 1;
 			break;
 		case '{':

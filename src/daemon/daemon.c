@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
@@ -278,6 +280,34 @@ worker_count(const struct config *cfg)
 	return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
 }
 
+/*
+ * libevent makes the BIO method of its OpenSSL filter bufferevents on
+ * first use, unguarded: two workers' first interceptions at once could
+ * both make it, and one copy leaks.  One filter made and freed here,
+ * before any worker runs, makes it once.
+ */
+static int
+prime_ssl_filter(struct event_base *base, SSL_CTX *ctx)
+{
+	struct bufferevent *under, *f;
+	SSL *ssl;
+
+	if ((ssl = SSL_new(ctx)) == NULL)
+		return -1;
+	if ((under = bufferevent_socket_new(base, -1, 0)) == NULL) {
+		SSL_free(ssl);
+		return -1;
+	}
+	if ((f = bufferevent_openssl_filter_new(base, under, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		SSL_free(ssl);
+		bufferevent_free(under);
+		return -1;
+	}
+	bufferevent_free(f);	/* with under and ssl */
+	return 0;
+}
+
 int
 daemon_run(struct config *cfg)
 {
@@ -315,7 +345,8 @@ daemon_run(struct config *cfg)
 	}
 	/* Interception's TLS contexts; a CA bundle is read when first needed. */
 	if ((d.tls_down = tlsterm_ctx_new()) == NULL ||
-	    tlsup_new(cfg->upstream_ca, &d.tls_up) != 0) {
+	    tlsup_new(cfg->upstream_ca, &d.tls_up) != 0 ||
+	    prime_ssl_filter(d.base, d.tls_down) != 0) {
 		log_openssl("daemon", "cannot set up TLS for interception");
 		goto out;
 	}

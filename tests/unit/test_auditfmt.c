@@ -288,6 +288,44 @@ test_canonical(void **state)
 	json_decref(rec);
 }
 
+/*
+ * Keys that begin like "hash" but go on past ASCII, or with an escape,
+ * sort by their bytes, not by their escaped form: the line's "hash" is
+ * spliced in where jansson's sort puts it, and the line verifies.
+ */
+static void
+test_seal_keys_near_hash(void **state)
+{
+	static const char *const keys[] = { "ha\xd9\x8ch", "has\x01",
+	    "has\"", "hasH", "hash\xc3\xa9", "ha", "h\\", "hat" };
+	struct audit_verifier *v;
+	char h[AUDIT_HASH_HEX + 1], why[256], *line, *canon;
+	json_t *rec, *back;
+	size_t i, len;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		assert_non_null(rec = json_pack("{s:s, s:s, s:s}", "ts", "T",
+		    "type", "t", keys[i], "v"));
+		assert_int_equal(auditfmt_seal(rec, 1, AUDIT_ZERO_HASH, h,
+		    &line, &len), 0);
+		/* The line is the canonical encoding of what it holds. */
+		assert_non_null(back = json_loadb(line, len, 0, NULL));
+		assert_non_null(canon = json_dumps(back, JSON_COMPACT |
+		    JSON_SORT_KEYS | JSON_ENSURE_ASCII));
+		assert_int_equal(strlen(canon), len - 1);
+		assert_memory_equal(canon, line, len - 1);
+		assert_non_null(v = audit_verifier_new(NULL, 0,
+		    AUDIT_VERIFY_OPEN));
+		assert_int_equal(audit_verifier_mem(v, "k", line, len, why,
+		    sizeof(why)), 0);
+		audit_verifier_free(v);
+		free(canon);
+		free(line);
+		json_decref(back);
+		json_decref(rec);
+	}
+}
+
 static void
 test_seal_refusals(void **state)
 {
@@ -1223,6 +1261,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_canonical),
 		cmocka_unit_test(test_seal_refusals),
+		cmocka_unit_test(test_seal_keys_near_hash),
 		cmocka_unit_test(test_bound),
 		cmocka_unit_test(test_seal_hash),
 		cmocka_unit_test(test_chain_three),
