@@ -11,6 +11,7 @@
 
 #include <sodium.h>
 
+#include "util/utf8.h"
 #include "audit/arec.h"
 
 #define CUT_MARK	"...[cut]"
@@ -56,47 +57,13 @@ arec_ts(char buf[AREC_TS_LEN])
 
 /* ---- strings ------------------------------------------------------------ */
 
-/*
- * The code point at s[*i..len), moving *i past it; bytes that are not
- * UTF-8 as JSON allows it (overlongs, surrogates, past U+10FFFF, cut
- * sequences) are one U+FFFD each.
- */
+/* The code point at s[*i..len); a byte that is not UTF-8 is one U+FFFD. */
 static uint32_t
 next_cp(const unsigned char *s, size_t len, size_t *i)
 {
-	size_t n, k, at = *i;
-	uint32_t cp;
+	int32_t cp = utf8_next(s, len, i);
 
-	if (s[at] < 0x80) {
-		*i = at + 1;
-		return s[at];
-	}
-	if (s[at] >= 0xc2 && s[at] <= 0xdf) {
-		n = 1;
-		cp = s[at] & 0x1f;
-	} else if (s[at] >= 0xe0 && s[at] <= 0xef) {
-		n = 2;
-		cp = s[at] & 0x0f;
-	} else if (s[at] >= 0xf0 && s[at] <= 0xf4) {
-		n = 3;
-		cp = s[at] & 0x07;
-	} else
-		goto bad;
-	if (len - at <= n)
-		goto bad;
-	for (k = 1; k <= n; k++) {
-		if ((s[at + k] & 0xc0) != 0x80)
-			goto bad;
-		cp = (cp << 6) | (s[at + k] & 0x3f);
-	}
-	if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		goto bad;
-	*i = at + n + 1;
-	return cp;
- bad:
-	*i = at + 1;
-	return REPLACEMENT;
+	return cp < 0 ? REPLACEMENT : (uint32_t)cp;
 }
 
 /* Bytes of cp in UTF-8: what AUDIT_STR_MAX counts. */

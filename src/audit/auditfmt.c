@@ -17,6 +17,7 @@
 #include <sodium.h>
 
 #include "util/err.h"
+#include "util/utf8.h"
 #include "keys/signkey.h"
 #include "audit/auditfmt.h"
 
@@ -43,38 +44,11 @@ static const char *const no_sig_hash[] = { "sig", "hash", NULL };
 static int
 utf8_valid(const char *s, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0, n, k;
-	uint32_t cp;
+	size_t i = 0;
 
-	while (i < len) {
-		if (p[i] < 0x80) {
-			i++;
-			continue;
-		}
-		if (p[i] >= 0xc2 && p[i] <= 0xdf) {
-			n = 1;
-			cp = p[i] & 0x1f;
-		} else if (p[i] >= 0xe0 && p[i] <= 0xef) {
-			n = 2;
-			cp = p[i] & 0x0f;
-		} else if (p[i] >= 0xf0 && p[i] <= 0xf4) {
-			n = 3;
-			cp = p[i] & 0x07;
-		} else
+	while (i < len)
+		if (utf8_next((const unsigned char *)s, len, &i) < 0)
 			return 0;
-		if (len - i <= n)
-			return 0;
-		for (k = 1; k <= n; k++) {
-			if ((p[i + k] & 0xc0) != 0x80)
-				return 0;
-			cp = (cp << 6) | (p[i + k] & 0x3f);
-		}
-		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		i += n + 1;
-	}
 	return 1;
 }
 

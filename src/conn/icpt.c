@@ -671,16 +671,8 @@ icpt_close(struct icpt *ic)
 		icpt_audit_request(ic, icpt_q_head(ic));
 		icpt_q_pop(ic);
 	}
-	if (ic->up != NULL && ic->up_state == UP_READY &&
-	    ic->phase == IC_REQUESTS && !ic->resp_close &&
-	    ic->body != BODY_FORWARD && icpt_resps_pending(ic) == 0 &&
-	    evbuffer_get_length(bufferevent_get_input(ic->up)) == 0 &&
-	    evbuffer_get_length(bufferevent_get_output(ic->up)) == 0) {
-		/* Between requests: the next connection of this sandbox takes it. */
-		upool_put(ic->c->l->upool, ic->up, ic->c->counter, ic->up_host,
-		    (uint16_t)ic->up_port, ic->up_ca);
-		ic->up = NULL;
-	}
+	/* Between requests: the next connection of this sandbox takes it. */
+	icpt_up_park(ic);
 	ic->phase = IC_CLOSED;
 	bev_quiet(ic->up);
 	if (ic->down != NULL &&

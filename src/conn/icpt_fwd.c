@@ -298,9 +298,6 @@ icpt_fwd_head(struct icpt *ic, const struct http_head *h,
 		icpt_held_mark(ic);
 		if (sign_and_audit(ic, q, rule->forward_audience, htu, h->method,
 		    NULL, tok, sizeof(tok), &tlen) != 0) {
-			/* This one alone: what is owed before it goes out. */
-			if (ic->q_sent > ic->qn - 1)
-				ic->q_sent = ic->qn - 1;
 			icpt_fail_unsent(ic, 1, evbuffer_get_length(ic->held),
 			    503, "audit-unavailable",
 			    "the request could not be signed or audited");
@@ -356,9 +353,6 @@ icpt_fwd_finish(struct icpt *ic)
 	if (jwt_b64url(md, sizeof(md), b64, sizeof(b64)) != 0 ||
 	    sign_and_audit(ic, q, f->aud, f->htu, f->method, b64, tok,
 	    sizeof(tok), &tlen) != 0) {
-		/* This one alone: what is owed before it still goes out. */
-		if (ic->qn > 0 && ic->q_sent > ic->qn - 1)
-			ic->q_sent = ic->qn - 1;
 		icpt_fail_unsent(ic, 1, evbuffer_get_length(ic->held), 503,
 		    "audit-unavailable",
 		    "the request could not be signed or audited");

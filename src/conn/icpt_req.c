@@ -378,10 +378,6 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 	q = icpt_q_next(ic);
 	*q = ic->cur;
 	ic->qn++;
-	/* Its head went straight to the upstream, not to held: on its way. */
-	if (ic->up_state == UP_READY && ic->audit_wait == 0 &&
-	    evbuffer_get_length(ic->held) == 0)
-		ic->q_sent = ic->qn;
 	ic->cur.nsecrets = 0;	/* the queue holds them now */
 	ic->cur.tok = NULL;
 	ic->upgrade_sent = h->upgrade;
@@ -439,6 +435,9 @@ forward_head(struct icpt *ic, const struct http_head *h,
 	evbuffer_commit_space(out, &v, 1);
 	if ((q = icpt_enqueue(ic, h)) == NULL)
 		return -1;
+	/* Its head went straight to the upstream, not to held: on its way. */
+	if (out != ic->held)
+		ic->q_sent = ic->qn;
 	/* The queued request holds the secrets until its response is out. */
 	for (i = 0; inj != NULL && i < inj->nused; i++)
 		q->secrets[i] = inj->used[i];

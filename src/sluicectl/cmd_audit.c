@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "util/err.h"
+#include "util/utf8.h"
 #include "keys/signkey.h"
 #include "audit/auditfmt.h"
 #include "sluicectl/api.h"
@@ -445,32 +446,6 @@ bad_char(uint32_t cp)
 	    (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
 }
 
-/* The length of the UTF-8 character at s (len bytes left) and *cp; 0 if
- * it is not one. */
-static size_t
-utf8_char(const unsigned char *s, size_t len, uint32_t *cp)
-{
-	size_t n, k;
-
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (len < n)
-		return 0;
-	*cp = s[0] & (0x7f >> n);
-	for (k = 1; k < n; k++) {
-		if ((s[k] & 0xc0) != 0x80)
-			return 0;
-		*cp = (*cp << 6) | (s[k] & 0x3f);
-	}
-	return n;
-}
-
 /*
  * Writes s[0..len) for a terminal: control characters, C1 controls,
  * bidirectional marks and broken UTF-8 as '?'.  Returns the columns it
@@ -480,23 +455,16 @@ static size_t
 put_esc(const char *s, size_t len, FILE *f)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0, n, cols = 0;
-	uint32_t cp;
+	size_t i = 0, at, cols = 0;
+	int32_t cp;
 
 	while (i < len) {
-		if (p[i] < 0x20 || p[i] == 0x7f) {
-			fputc('?', f);
-			n = 1;
-		} else if (p[i] < 0x80) {
-			fputc(p[i], f);
-			n = 1;
-		} else if ((n = utf8_char(p + i, len - i, &cp)) == 0 ||
-		    bad_char(cp)) {
-			fputc('?', f);
-			n = n == 0 ? 1 : n;
-		} else
-			fwrite(p + i, 1, n, f);
-		i += n;
+		at = i;
+		cp = utf8_next(p, len, &i);
+		if (cp < 0x20 || cp == 0x7f || bad_char((uint32_t)cp))
+			fputc('?', f);		/* broken UTF-8 too (-1) */
+		else
+			fwrite(p + at, 1, i - at, f);
 		cols++;
 	}
 	return cols;
