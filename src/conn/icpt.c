@@ -7,10 +7,17 @@
  * as they are.  A refusal waits for the answers owed before it, so a
  * pipelining client sees its responses in order.
  *
+ * Its life is two states, each with one setter: the request side (rq:
+ * what becomes of the sandbox's bytes) and the upstream side (rs: what
+ * goes to the sandbox, then the end).  Every callback records what
+ * happened and calls icpt_step, the one place that decides what comes
+ * next; the step is the one way out (conn_close), and c with ic is freed
+ * on the next loop turn, so nothing is freed under a caller.
+ *
  * Both sides are libevent bufferevents: the sandbox's an OpenSSL filter
  * over its socket (the ClientHello we peeked is put back in front), the
  * upstream's an OpenSSL socket bufferevent.  Each side's buffered output
- * is bounded: past ICPT_HIGH the other side is no longer read.
+ * is bounded: past ICPT_HIGH the other side is no longer read (flow).
  *
  * This file has the connection's life and the sandbox's side; the
  * requests are judged in icpt_req.c, the upstream is in icpt_up.c.
@@ -18,6 +25,7 @@
 #include "autoconf.h"
 
 #include <sys/socket.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -137,8 +145,7 @@ icpt_parsers_idle(struct icpt *ic)
 	struct loop *l = ic->c->l;
 
 	if (ic->reqs == NULL || ic->resps == NULL || ic->qn > 0 ||
-	    ic->phase != IC_REQUESTS || ic->body != BODY_NONE ||
-	    ic->resp_open || ic->expect_tunnel ||
+	    ic->rq != RQ_HEAD || (ic->rs != RS_NONE && ic->rs != RS_READY) ||
 	    !http_reqs_between(ic->reqs) || !http_resps_between(ic->resps))
 		return;
 	freelist_put(&l->reqs, ic->reqs, loop_reqs_destroy);
@@ -183,33 +190,84 @@ icpt_audit_request(struct icpt *ic, struct icpt_req *r)
 	audit_write_rec(c->l->audit, "request", &rec);
 }
 
-/* ---- the sandbox side ----------------------------------------------- */
+/* ---- the two states ------------------------------------------------ */
 
-/*
- * The connection is to end once the sandbox has everything owed: the TLS
- * layer's queue is empty, our close_notify is queued after it, and the
- * socket's queue (under_out_cb watches it) has gone to the kernel.
- */
+static const char *const rq_names[] = {
+	[RQ_HANDSHAKE] = "handshake", [RQ_HEAD] = "head", [RQ_BODY] = "body",
+	[RQ_DISCARD] = "discard", [RQ_REFUSED] = "refused",
+	[RQ_UPGRADE] = "upgrade", [RQ_DONE] = "done", [RQ_TUNNEL] = "tunnel",
+};
+
+static const char *const rs_names[] = {
+	[RS_NONE] = "none", [RS_CONNECTING] = "connecting",
+	[RS_READY] = "ready", [RS_INFO] = "info", [RS_BODY] = "body",
+	[RS_LAST] = "last", [RS_TUNNEL] = "tunnel", [RS_FLUSH] = "flush",
+	[RS_DRAIN] = "drain", [RS_LINGER] = "linger", [RS_DONE] = "done",
+	[RS_CLOSED] = "closed",
+};
+
 void
-icpt_maybe_finish(struct icpt *ic)
+icpt_rq_set(struct icpt *ic, enum icpt_rq s)
 {
-	struct bufferevent *under;
-	SSL *ssl;
-
-	if (ic->phase == IC_CLOSED || !ic->closing ||
-	    evbuffer_get_length(bufferevent_get_output(ic->down)) > 0)
+	if (ic->rq == s)
 		return;
-	under = bufferevent_get_underlying(ic->down);
-	if (!ic->shut_sent && ic->phase != IC_HANDSHAKE &&
-	    (ssl = bufferevent_openssl_get_ssl(ic->down)) != NULL) {
-		ic->shut_sent = 1;
-		SSL_shutdown(ssl);	/* a clean end keeps the session resumable */
-	}
-	if (under != NULL && evbuffer_get_length(bufferevent_get_output(under)) >
-	    0)
-		return;
-	conn_close(ic->c, "closed");
+	if (log_level() >= LOG_LVL_DEBUG)
+		log_debug("icpt", "%p request side %s -> %s", (void *)ic->c,
+		    rq_names[ic->rq], rq_names[s]);
+	ic->rq = s;
+	if (ic->busy > 0)
+		ic->busy++;	/* the step takes another round */
 }
+
+void
+icpt_rs_set(struct icpt *ic, enum icpt_rs s)
+{
+	if (ic->rs == s)
+		return;
+	if (log_level() >= LOG_LVL_DEBUG)
+		log_debug("icpt", "%p upstream side %s -> %s", (void *)ic->c,
+		    rs_names[ic->rs], rs_names[s]);
+	ic->rs = s;
+	if (ic->busy > 0)
+		ic->busy++;
+}
+
+/* Whether the sandbox's side reads in state s. */
+static int
+rq_reads(enum icpt_rq s)
+{
+	return s == RQ_HANDSHAKE || s == RQ_HEAD || s == RQ_BODY ||
+	    s == RQ_DISCARD || s == RQ_TUNNEL;
+}
+
+void
+icpt_end(struct icpt *ic, const char *reason)
+{
+	if (ic->rs >= RS_DONE)
+		return;
+	/* Between answers it serves this sandbox's next connection. */
+	if (ic->rs == RS_READY)
+		icpt_up_park(ic);
+	icpt_up_discard(ic);
+	ic->end_reason = reason;
+	icpt_rs_set(ic, RS_DONE);
+}
+
+void
+icpt_finish(struct icpt *ic)
+{
+	if (ic->rs >= RS_FLUSH)
+		return;
+	/* Between answers it serves this sandbox's next connection. */
+	if (ic->rs == RS_READY)
+		icpt_up_park(ic);
+	icpt_up_discard(ic);
+	if (ic->rq != RQ_HANDSHAKE)
+		icpt_rq_set(ic, RQ_DONE);
+	icpt_rs_set(ic, RS_FLUSH);
+}
+
+/* ---- the sandbox side ----------------------------------------------- */
 
 size_t
 icpt_down_queued(struct icpt *ic)
@@ -222,51 +280,169 @@ icpt_down_queued(struct icpt *ic)
 	return n;
 }
 
-/* The sandbox took some of what was queued: read the upstream again. */
+static void linger_cb(evutil_socket_t, short, void *);
+
+/*
+ * The socket's queue is out: our FIN follows it, and the sandbox's bytes
+ * are read and dropped until its FIN (linger_step).
+ */
 static void
-resume_up(struct icpt *ic)
+linger_start(struct icpt *ic)
 {
-	if (ic->up != NULL)
-		bufferevent_enable(ic->up, EV_READ);
-	icpt_pump_responses(ic);
+	struct bufferevent *under = bufferevent_get_underlying(ic->down);
+	evutil_socket_t fd = bufferevent_getfd(ic->down);
+	struct timeval tv = { ICPT_LINGER_MS / 1000,
+	    (ICPT_LINGER_MS % 1000) * 1000 };
+
+	bufferevent_disable(ic->down, EV_READ | EV_WRITE);
+	if (under != NULL)
+		bufferevent_disable(under, EV_READ | EV_WRITE);
+	if (fd < 0 || shutdown(fd, SHUT_WR) != 0 ||
+	    (ic->linger = event_new(ic->c->l->base, fd, EV_READ | EV_PERSIST,
+	    linger_cb, ic)) == NULL || event_add(ic->linger, &tv) != 0) {
+		icpt_end(ic, "closed");
+		return;
+	}
+	ic->linger_until = mono_ms() + ICPT_LINGER_MS;
+	icpt_rs_set(ic, RS_LINGER);
 }
 
+/* Drops what the sandbox sent; its FIN, an error or the limits end it. */
 static void
-finish_cb(evutil_socket_t fd, short what, void *arg)
+linger_step(struct icpt *ic)
 {
-	struct icpt *ic = arg;
+	uint8_t buf[16384];
+	ssize_t n;
 
-	if (ic->phase == IC_CLOSED)
+	for (;;) {
+		if (mono_ms() >= ic->linger_until ||
+		    ic->lingered > ICPT_LINGER_BYTES) {
+			icpt_end(ic, "closed");
+			return;
+		}
+		n = recv(event_get_fd(ic->linger), buf, sizeof(buf), 0);
+		if (n > 0) {
+			ic->lingered += (size_t)n;
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		icpt_end(ic, "closed");		/* its FIN, or it is gone */
 		return;
-	if (ic->closing)
-		icpt_maybe_finish(ic);
-	else
-		resume_up(ic);
+	}
 }
 
 /*
- * The socket's queue shrank: once empty, a closing connection may end;
- * below half the bound, an upstream paused for it is read again.
+ * The end, once the sandbox has everything owed: the TLS layer's queue
+ * is empty, our close_notify is queued after it (a clean end keeps the
+ * session resumable), and the socket's queue has gone to the kernel.
  */
 static void
-under_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
-    void *arg)
+flush_step(struct icpt *ic)
 {
-	struct icpt *ic = arg;
+	struct bufferevent *under = bufferevent_get_underlying(ic->down);
+	SSL *ssl;
 
-	if (ic->phase == IC_CLOSED || info->n_deleted == 0)
+	if (ic->rs == RS_FLUSH &&
+	    evbuffer_get_length(bufferevent_get_output(ic->down)) == 0) {
+		if (ic->rq != RQ_HANDSHAKE &&
+		    (ssl = bufferevent_openssl_get_ssl(ic->down)) != NULL)
+			SSL_shutdown(ssl);
+		icpt_rs_set(ic, RS_DRAIN);
+	}
+	if (ic->rs == RS_DRAIN && (under == NULL ||
+	    evbuffer_get_length(bufferevent_get_output(under)) == 0))
+		linger_start(ic);
+}
+
+/* Turns reading of b on or off, as want says. */
+static void
+bev_read(struct bufferevent *b, int want)
+{
+	int on = (bufferevent_get_enabled(b) & EV_READ) != 0;
+
+	if (want && !on)
+		bufferevent_enable(b, EV_READ);
+	else if (!want && on)
+		bufferevent_disable(b, EV_READ);
+}
+
+/*
+ * Back-pressure, from the states and the two bounds: a side is read
+ * while its state reads and what waits for the other side is below
+ * ICPT_HIGH.
+ */
+static void
+flow(struct icpt *ic)
+{
+	/* What is queued for the sandbox always goes (an EOF stops it). */
+	if (!(bufferevent_get_enabled(ic->down) & EV_WRITE))
+		bufferevent_enable(ic->down, EV_WRITE);
+	bev_read(ic->down, rq_reads(ic->rq) && ic->rs < RS_FLUSH &&
+	    icpt_up_queued(ic) <= ICPT_HIGH);
+	if (ic->up != NULL)
+		bev_read(ic->up, icpt_rs_reads(ic->rs) &&
+		    icpt_down_queued(ic) <= ICPT_HIGH);
+}
+
+/* The sandbox's events, as down_event_cb recorded them. */
+static void
+down_events(struct icpt *ic)
+{
+	struct conn *c = ic->c;
+	short what = ic->down_ev;
+	unsigned long e;
+
+	ic->down_ev = 0;
+	if (what & BEV_EVENT_CONNECTED) {
+		icpt_rq_set(ic, RQ_HEAD);
+		evtimer_del(c->timer);
+		conn_arm_timer(c, c->l->cfg->timeouts.idle);
+		what &= ~BEV_EVENT_CONNECTED;
+	}
+	if (what == 0)
 		return;
-	/* Not from inside libevent's write path: on the next loop turn. */
-	if (ic->closing ? evbuffer_get_length(buf) == 0 :
-	    ic->up != NULL && !(bufferevent_get_enabled(ic->up) & EV_READ) &&
-	    icpt_down_queued(ic) <= ICPT_HIGH / 2)
-		event_active(ic->finish, EV_TIMEOUT, 0);
+	if (ic->rq == RQ_HANDSHAKE) {
+		e = bufferevent_get_openssl_error(ic->down);
+		log_debug("icpt", "%p handshake with the sandbox failed: %s",
+		    (void *)c, e ? ERR_reason_error_string(e) : "closed");
+		icpt_end(ic, "client-tls-failed");
+		return;
+	}
+	if ((what & BEV_EVENT_EOF) && ic->qn > 0 && (ic->rq == RQ_HEAD ||
+	    ic->rq == RQ_UPGRADE || ic->rq == RQ_DONE)) {
+		/*
+		 * Half-closed after whole requests: they are answered, then
+		 * it ends.
+		 */
+		icpt_q_tail(ic)->close = 1;
+		icpt_rq_set(ic, RQ_DONE);
+		return;
+	}
+	if ((what & BEV_EVENT_EOF) && ic->rq == RQ_REFUSED) {
+		ic->refusal.close = 1;	/* the answers, the refusal, the end */
+		return;
+	}
+	if ((what & BEV_EVENT_EOF) && (ic->rq == RQ_HEAD ||
+	    ic->rq == RQ_DONE) && icpt_down_queued(ic) > 0) {
+		icpt_finish(ic);	/* answered already: what is queued goes */
+		return;
+	}
+	/* The sandbox is gone or done: nothing more can reach it. */
+	icpt_end(ic, (what & BEV_EVENT_EOF) ? "client-closed" : "read-error");
 }
 
 void
 icpt_send_down(struct icpt *ic, const void *buf, size_t len)
 {
 	evbuffer_add(bufferevent_get_output(ic->down), buf, len);
+}
+
+void
+icpt_refusal_drop(struct icpt *ic)
+{
+	free(ic->refusal.buf);
+	ic->refusal.buf = NULL;
 }
 
 /*
@@ -295,25 +471,23 @@ icpt_refuse_req(struct icpt *ic, struct icpt_req *r, int status,
 	r->reason = reason;
 	icpt_audit_request(ic, r);
 	if (resp == NULL) {
-		conn_close(ic->c, "out-of-memory");
+		icpt_end(ic, "out-of-memory");
 		return;
 	}
-	if (close)
-		ic->hold = 1;	/* nothing after it is read */
 	if (ic->qn > 0) {
-		free(ic->refusal);
-		ic->refusal = resp;
-		ic->refusal_len = len;
-		ic->refusal_close = close;
-		ic->hold = 1;
+		icpt_refusal_drop(ic);
+		ic->refusal.buf = resp;
+		ic->refusal.len = len;
+		ic->refusal.close = close;
+		icpt_rq_set(ic, RQ_REFUSED);
 		return;
 	}
 	icpt_send_down(ic, resp, len);
 	free(resp);
-	if (close) {
-		ic->closing = 1;
-		icpt_maybe_finish(ic);
-	}
+	if (close)
+		icpt_finish(ic);
+	else
+		icpt_rq_set(ic, RQ_DISCARD);	/* its body is read, dropped */
 }
 
 void
@@ -322,6 +496,18 @@ icpt_refuse(struct icpt *ic, int status, const char *error,
 {
 	icpt_refuse_req(ic, &ic->cur, status, error, "deny", reason, detail,
 	    close);
+}
+
+/* The answers owed before a held refusal are out: it goes. */
+static void
+release_refusal(struct icpt *ic)
+{
+	icpt_send_down(ic, ic->refusal.buf, ic->refusal.len);
+	icpt_refusal_drop(ic);
+	if (ic->refusal.close)
+		icpt_finish(ic);
+	else
+		icpt_rq_set(ic, RQ_DISCARD);
 }
 
 void
@@ -346,7 +532,7 @@ icpt_fail_unsent(struct icpt *ic, unsigned n, size_t keep, int status,
 	    evbuffer_remove_buffer(ic->held, older, keep) != (int)keep) {
 		if (older != NULL)
 			evbuffer_free(older);
-		conn_close(ic->c, "out-of-memory");
+		icpt_end(ic, "out-of-memory");
 		return;
 	} else {
 		evbuffer_drain(ic->held, evbuffer_get_length(ic->held));
@@ -364,7 +550,6 @@ icpt_fail_unsent(struct icpt *ic, unsigned n, size_t keep, int status,
 		icpt_audit_request(ic, r);
 	}
 	ic->qn -= n;
-	ic->upgrade_sent = 0;
 	snprintf(msg, sizeof(msg), "sluice: the request could not be sent: %s",
 	    detail);
 	icpt_refuse_req(ic, &first, status, "unavailable", "error", reason, msg,
@@ -388,114 +573,114 @@ icpt_abort(struct icpt *ic, const char *reason)
 		icpt_audit_request(ic, r);
 		icpt_q_pop(ic);
 	}
+	icpt_up_discard(ic);
 	if (fd >= 0)
 		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	conn_close(ic->c, reason);
+	icpt_end(ic, reason);
 }
 
-/* The answers owed before a held refusal are out: send it. */
-void
-icpt_release_refusal(struct icpt *ic)
+/* ---- the step ------------------------------------------------------- */
+
+/* One round: each part acts on what the states let it. */
+static void
+step_round(struct icpt *ic)
 {
-	if (ic->refusal == NULL || ic->qn > 0)
+	if (ic->down_ev != 0)
+		down_events(ic);
+	if (ic->up_ev != 0)
+		icpt_up_events(ic);
+	if (ic->rq == RQ_TUNNEL && ic->rs == RS_TUNNEL)
+		icpt_tunnel_down_to_up(ic);
+	else
+		icpt_pump_requests(ic);
+	icpt_pump_responses(ic);
+	if (ic->rq == RQ_REFUSED && ic->qn == 0 && ic->rs < RS_FLUSH)
+		release_refusal(ic);
+	if (ic->rs == RS_FLUSH || ic->rs == RS_DRAIN)
+		flush_step(ic);
+	if (ic->rs == RS_LINGER)
+		linger_step(ic);
+	if (ic->rs < RS_LINGER)
+		flow(ic);
+}
+
+void
+icpt_step(struct icpt *ic)
+{
+	unsigned seen;
+
+	if (ic->rs == RS_CLOSED)
 		return;
-	icpt_send_down(ic, ic->refusal, ic->refusal_len);
-	free(ic->refusal);
-	ic->refusal = NULL;
-	if (ic->refusal_close) {
-		ic->closing = 1;
-		icpt_maybe_finish(ic);
+	if (ic->busy > 0) {
+		ic->busy++;	/* from inside a round: one more follows */
 		return;
 	}
-	ic->hold = 0;
-	icpt_pump_requests(ic);
+	ic->busy = 1;
+	do {
+		seen = ic->busy;
+		step_round(ic);
+	} while (ic->busy != seen && ic->rs < RS_DONE);
+	ic->busy = 0;
+	if (ic->rs == RS_DONE)
+		conn_close(ic->c, ic->end_reason);	/* the one way out */
 }
 
-/* ---- the sandbox's callbacks ---------------------------------------- */
+/* ---- the sandbox's callbacks: they only dispatch -------------------- */
+
+static void
+wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+	icpt_step(arg);
+}
+
+static void
+linger_cb(evutil_socket_t fd, short what, void *arg)
+{
+	icpt_step(arg);
+}
+
+/*
+ * The socket's queue shrank (from inside libevent's write path): a
+ * closing connection may end once it is empty, and a paused upstream be
+ * read again below half the bound, both on the next loop turn.
+ */
+static void
+under_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct icpt *ic = arg;
+
+	if (ic->rs == RS_CLOSED || info->n_deleted == 0)
+		return;
+	if (ic->rs == RS_DRAIN ? evbuffer_get_length(buf) == 0 :
+	    ic->up != NULL && !(bufferevent_get_enabled(ic->up) & EV_READ) &&
+	    icpt_down_queued(ic) <= ICPT_HIGH / 2)
+		event_active(ic->wake, EV_TIMEOUT, 0);
+}
 
 static void
 down_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct icpt *ic = arg;
 
-	if (ic->starting)
-		return;		/* icpt_start reads when it is done */
 	icpt_touch(ic);
-	if (ic->phase == IC_TUNNEL) {
-		icpt_tunnel_down_to_up(ic);
-		return;
-	}
-	icpt_pump_requests(ic);
+	icpt_step(ic);
 }
 
-/* The sandbox took what we queued. */
 static void
 down_write_cb(struct bufferevent *bev, void *arg)
 {
-	struct icpt *ic = arg;
-
-	if (ic->starting)
-		return;
-	if (ic->closing) {
-		icpt_maybe_finish(ic);
-		return;
-	}
-	if (icpt_down_queued(ic) <= ICPT_HIGH / 2)
-		resume_up(ic);
+	icpt_step(arg);
 }
 
 static void
 down_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct icpt *ic = arg;
-	struct conn *c = ic->c;
-	const struct config *cfg = c->l->cfg;
 
-	if (ic->starting) {
-		ic->start_events |= what;	/* icpt_start handles them */
-		return;
-	}
 	icpt_touch(ic);
-	if (what & BEV_EVENT_CONNECTED) {
-		ic->phase = IC_REQUESTS;
-		evtimer_del(c->timer);
-		conn_arm_timer(c, cfg->timeouts.idle);
-		icpt_pump_requests(ic);
-		what &= ~BEV_EVENT_CONNECTED;
-		if (what == 0 || c->state == CS_CLOSED)
-			return;
-	}
-	if (ic->phase == IC_HANDSHAKE) {
-		unsigned long e = bufferevent_get_openssl_error(bev);
-
-		log_debug("icpt", "%p handshake with the sandbox failed: %s",
-		    (void *)c, e ? ERR_reason_error_string(e) : "closed");
-		conn_close(c, "client-tls-failed");
-		return;
-	}
-	if ((what & BEV_EVENT_EOF) && ic->phase == IC_REQUESTS &&
-	    ic->body == BODY_NONE && ic->qn > 0) {
-		/*
-		 * Half-closed after its requests (its end came after whole
-		 * heads and bodies): they are answered, then it ends.
-		 */
-		icpt_q_tail(ic)->close = 1;
-		ic->last_request = 1;
-		ic->hold = 1;
-		bufferevent_enable(ic->down, EV_WRITE);
-		return;
-	}
-	if ((what & BEV_EVENT_EOF) && ic->phase == IC_REQUESTS &&
-	    ic->body == BODY_NONE && icpt_down_queued(ic) > 0) {
-		/* Answered already: what is queued for it still goes. */
-		ic->hold = 1;
-		ic->closing = 1;
-		bufferevent_enable(ic->down, EV_WRITE);
-		icpt_maybe_finish(ic);
-		return;
-	}
-	/* The sandbox is gone or done: nothing more can reach it. */
-	conn_close(c, (what & BEV_EVENT_EOF) ? "client-closed" : "read-error");
+	ic->down_ev |= what;
+	icpt_step(ic);
 }
 
 /* ---- start and end -------------------------------------------------- */
@@ -585,7 +770,7 @@ icpt_start(struct conn *c)
 		return;
 	}
 	if ((ic = calloc(1, sizeof(*ic))) == NULL ||
-	    (ic->finish = event_new(c->l->base, -1, 0, finish_cb, ic)) == NULL ||
+	    (ic->wake = event_new(c->l->base, -1, 0, wake_cb, ic)) == NULL ||
 	    (ic->held = evbuffer_new()) == NULL) {
 		icpt_free(ic);
 		conn_close(c, "out-of-memory");
@@ -623,16 +808,16 @@ icpt_start(struct conn *c)
 	if (!tls) {
 		ic->down = ic->under;
 		ic->under = NULL;
-		ic->phase = IC_REQUESTS;
+		ic->rq = RQ_HEAD;
 		c->upport = 443;	/* the same server, over TLS */
 		c->updst = c->dst;
 	}
 	conn_set_state(c, CS_ICPT);
 	/*
-	 * Enabling may run the handshake on the peeked bytes at once, and a
-	 * failed one would close c under us: events wait until we are done.
+	 * Enabling may run the handshake on the peeked bytes at once: what
+	 * the callbacks record meanwhile waits for the step below.
 	 */
-	ic->starting = 1;
+	ic->busy = 1;
 	bufferevent_setcb(ic->down, down_read_cb, down_write_cb, down_event_cb,
 	    ic);
 	bufferevent_setwatermark(ic->down, EV_WRITE, ICPT_HIGH / 2, 0);
@@ -640,11 +825,8 @@ icpt_start(struct conn *c)
 	/* What was peeked is in already, and no more may come: start now. */
 	bufferevent_trigger(tls ? bufferevent_get_underlying(ic->down) :
 	    ic->down, EV_READ, BEV_TRIG_IGNORE_WATERMARKS);
-	ic->starting = 0;
-	if (ic->start_events != 0)
-		down_event_cb(ic->down, ic->start_events, ic);	/* may close c */
-	else if (!tls)
-		down_read_cb(ic->down, ic);
+	ic->busy = 0;
+	icpt_step(ic);
 }
 
 /* Clears our callbacks from b and stops it: nothing of ours runs again. */
@@ -662,7 +844,7 @@ icpt_close(struct icpt *ic)
 {
 	struct bufferevent *under;
 
-	if (ic->phase == IC_CLOSED)
+	if (ic->rs == RS_CLOSED)
 		return;
 	/* Answers never completed still get their record. */
 	while (ic->qn > 0) {
@@ -672,19 +854,20 @@ icpt_close(struct icpt *ic)
 		icpt_q_pop(ic);
 	}
 	/* Between requests: the next connection of this sandbox takes it. */
-	icpt_up_park(ic);
-	ic->phase = IC_CLOSED;
-	bev_quiet(ic->up);
+	if (ic->rs == RS_READY)
+		icpt_up_park(ic);
+	icpt_up_discard(ic);
+	icpt_rs_set(ic, RS_CLOSED);
 	if (ic->down != NULL &&
 	    (under = bufferevent_get_underlying(ic->down)) != NULL)
 		evbuffer_remove_cb(bufferevent_get_output(under), under_out_cb,
 		    ic);
 	bev_quiet(ic->down);
 	bev_quiet(ic->under);
-	if (ic->finish != NULL)
-		event_del(ic->finish);
-	resolve_cancel(ic->resolving);
-	ic->resolving = NULL;
+	if (ic->wake != NULL)
+		event_del(ic->wake);
+	if (ic->linger != NULL)
+		event_del(ic->linger);
 }
 
 void
@@ -696,8 +879,10 @@ icpt_free(struct icpt *ic)
 		bufferevent_free(ic->up);
 	if (ic->down != NULL)
 		bufferevent_free(ic->down);
-	if (ic->finish != NULL)
-		event_free(ic->finish);
+	if (ic->wake != NULL)
+		event_free(ic->wake);
+	if (ic->linger != NULL)
+		event_free(ic->linger);
 	if (ic->under != NULL)
 		bufferevent_free(ic->under);
 	icpt_req_release(&ic->cur);
@@ -714,14 +899,14 @@ icpt_free(struct icpt *ic)
 		evbuffer_free(ic->held);
 	while (ic->npins > 0)
 		free(ic->pins[--ic->npins]);
-	free(ic->refusal);
+	icpt_refusal_drop(ic);
 	free(ic);
 }
 
 void
 icpt_audit_durable(struct icpt *ic, uint64_t durable, int failed)
 {
-	if (ic->phase == IC_CLOSED || ic->audit_wait == 0)
+	if (ic->rs == RS_CLOSED || ic->audit_wait == 0)
 		return;
 	if (failed && ic->audit_wait > durable) {
 		/*
@@ -735,12 +920,11 @@ icpt_audit_durable(struct icpt *ic, uint64_t durable, int failed)
 		icpt_fail_unsent(ic, ic->qn - from, from > ic->q_sent ?
 		    ic->held_free : 0, 503, "audit-unavailable",
 		    "the audit trail cannot be written");
-		return;
+	} else if (ic->audit_wait <= durable) {
+		ic->audit_wait = 0;
+		icpt_up_release(ic);
 	}
-	if (ic->audit_wait > durable)
-		return;
-	ic->audit_wait = 0;
-	icpt_up_release(ic);
+	icpt_step(ic);
 }
 
 void
@@ -756,32 +940,25 @@ icpt_timer(struct conn *c)
 {
 	const struct config *cfg = c->l->cfg;
 	struct icpt *ic = c->icpt;
-	uint64_t idle, now;
+	uint64_t now = mono_ms();
 
-	if (ic->phase == IC_HANDSHAKE) {
-		conn_close(c, "handshake-timeout");
-		return;
-	}
-	now = mono_ms();
-	if (c->head_deadline != 0 && now >= c->head_deadline) {
-		conn_close(c, "handshake-timeout");	/* a head too slow */
-		return;
-	}
-	if (c->wake_at != 0 && now >= c->wake_at)
-		icpt_up_park(ic);	/* no request came: it may go */
-	idle = now - c->last_active;
-	if (idle >= cfg->timeouts.idle) {
+	if (ic->rq == RQ_HANDSHAKE ||
+	    (c->head_deadline != 0 && now >= c->head_deadline)) {
+		icpt_end(ic, "handshake-timeout");	/* a handshake or head too slow */
+	} else if (now - c->last_active >= cfg->timeouts.idle) {
 		/* An answer is owed: the sandbox is told, not left guessing. */
-		if (ic->qn > 0 && ic->phase == IC_REQUESTS &&
-		    ic->fail_reason == NULL) {
+		if (ic->qn > 0 && ic->rs < RS_TUNNEL) {
 			icpt_up_failed(ic, 504, "upstream-timeout", "no answer "
 			    "within timeouts.idle");
-			if (c->state != CS_CLOSED)
-				conn_arm_timer(c, cfg->timeouts.idle);
-			return;
-		}
-		conn_close(c, "idle-timeout");
-		return;
+			conn_arm_timer(c, cfg->timeouts.idle);
+		} else
+			icpt_end(ic, "idle-timeout");
+	} else {
+		if (c->wake_at != 0 && now >= c->wake_at && ic->rs == RS_READY)
+			icpt_up_park(ic);	/* no request came: it may go */
+		if (c->wake_at != 0 && now >= c->wake_at)
+			c->wake_at = 0;
+		conn_arm_timer(c, conn_next_wake(c, now));
 	}
-	conn_arm_timer(c, conn_next_wake(c, now));
+	icpt_step(ic);
 }

@@ -279,7 +279,7 @@ icpt_fwd_head(struct icpt *ic, const struct http_head *h,
 		    (f->body = evbuffer_new()) == NULL ||
 		    evbuffer_add(f->head, head, (size_t)n) != 0) {
 			icpt_fwd_free(f);
-			conn_close(c, "out-of-memory");
+			icpt_end(ic, "out-of-memory");
 			goto out;
 		}
 		crypto_hash_sha256_init(&f->sha);
@@ -308,7 +308,7 @@ icpt_fwd_head(struct icpt *ic, const struct http_head *h,
 	if (evbuffer_add(ic->held, head, (size_t)n) != 0 ||
 	    evbuffer_add_printf(ic->held, "Sluice-Identity: %.*s\r\n\r\n",
 	    (int)tlen, tok) < 0) {
-		conn_close(c, "out-of-memory");
+		icpt_end(ic, "out-of-memory");
 		goto out;
 	}
 	icpt_up_release(ic);
@@ -325,13 +325,13 @@ icpt_fwd_body(struct icpt *ic, const uint8_t *p, size_t n)
 	struct icpt_fwd *f = ic->fwd;
 
 	if (n > f->left) {	/* the parser framed it: cannot happen */
-		conn_close(ic->c, "internal");
+		icpt_end(ic, "internal");
 		return -1;
 	}
 	f->left -= n;
 	crypto_hash_sha256_update(&f->sha, p, n);
 	if (evbuffer_add(f->body, p, n) != 0) {
-		conn_close(ic->c, "out-of-memory");
+		icpt_end(ic, "out-of-memory");
 		return -1;
 	}
 	return 0;
@@ -361,7 +361,7 @@ icpt_fwd_finish(struct icpt *ic)
 	if (evbuffer_add_buffer(ic->held, f->head) != 0 ||
 	    evbuffer_add_printf(ic->held, "Sluice-Identity: %.*s\r\n\r\n",
 	    (int)tlen, tok) < 0 || evbuffer_add_buffer(ic->held, f->body) != 0) {
-		conn_close(ic->c, "out-of-memory");
+		icpt_end(ic, "out-of-memory");
 		goto out;
 	}
 	icpt_up_release(ic);

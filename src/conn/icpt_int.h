@@ -36,6 +36,14 @@ struct http_head;
  */
 #define ICPT_PARK_MS		100
 #define ICPT_MAX_SECRETS	4	/* INJECT_MAX_SECRETS */
+/*
+ * After our FIN, the sandbox's bytes are read and dropped until its own
+ * FIN, for this long and this many bytes at most: closing a socket with
+ * unread bytes resets it, and a reset takes the answers the sandbox has
+ * not read yet with it.
+ */
+#define ICPT_LINGER_MS		2000
+#define ICPT_LINGER_BYTES	(16u * 1024 * 1024)
 
 /* A request from its judgement to its audit record. */
 struct icpt_req {
@@ -66,42 +74,81 @@ struct icpt_tok {
 	size_t		 npats;
 };
 
-/* IC_CLOSED: conn_close ran; the memory waits for the next loop turn. */
-enum icpt_phase { IC_HANDSHAKE, IC_REQUESTS, IC_TUNNEL, IC_CLOSED };
-enum icpt_body { BODY_NONE, BODY_FORWARD, BODY_DISCARD };
-enum icpt_up { UP_NONE, UP_CONNECTING, UP_READY };
+/*
+ * The sandbox's side: what becomes of what the sandbox sends.  Reading
+ * goes on in HANDSHAKE, HEAD, BODY, DISCARD and TUNNEL only.
+ */
+enum icpt_rq {
+	RQ_HANDSHAKE,	/* its TLS handshake */
+	RQ_HEAD,	/* between requests, or in a head */
+	RQ_BODY,	/* the body of a request that goes upstream */
+	RQ_DISCARD,	/* the body of a refused request, read and dropped */
+	RQ_REFUSED,	/* a refusal waits for the answers owed before it */
+	RQ_UPGRADE,	/* a passed upgrade waits for the upstream's answer */
+	RQ_DONE,	/* its last request is read: nothing more is */
+	RQ_TUNNEL,	/* after a 101: its bytes go upstream as they are */
+};
+
+/*
+ * The upstream's side: what goes to the sandbox, and the connection's
+ * end.  From FLUSH on there is no upstream.
+ */
+enum icpt_rs {
+	RS_NONE,	/* no upstream: none needed yet, or it went to the pool */
+	RS_CONNECTING,	/* one connects; nothing goes to it before it is checked */
+	RS_READY,	/* checked; no answer under way */
+	RS_INFO,	/* a 1xx answer's head went to the sandbox, its end is due */
+	RS_BODY,	/* a final answer is under way; the connection stays */
+	RS_LAST,	/* a final answer is under way that ends the connection */
+	RS_TUNNEL,	/* after a 101: its bytes go to the sandbox as they are */
+	RS_FLUSH,	/* the end: the sandbox gets what is queued, then close_notify */
+	RS_DRAIN,	/* close_notify is queued: the socket's queue drains */
+	RS_LINGER,	/* our FIN is out; what the sandbox still sends is dropped */
+	RS_DONE,	/* over: the step closes the connection (end_reason) */
+	RS_CLOSED,	/* conn_close ran; the memory waits for the next loop turn */
+};
+
+/* How the body of the answer under way reaches the sandbox. */
+enum icpt_red {
+	RED_OFF,	/* as it is */
+	RED_CHUNKED,	/* de-chunked, redacted, re-chunked */
+	RED_LENGTH,	/* length given: redacted, re-framed as chunked */
+	RED_CLOSE,	/* close-delimited: redacted, ended by the close */
+};
+
+/* sluice's own answer, held until the answers owed before it are out. */
+struct icpt_refusal {
+	char		*buf;		/* NULL: none */
+	size_t		 len;
+	int		 close;		/* the connection ends after it */
+};
 
 struct icpt {
 	struct conn	*c;
-	enum icpt_phase	 phase;
+	enum icpt_rq	 rq;		/* icpt_rq_set only */
+	enum icpt_rs	 rs;		/* icpt_rs_set only */
+	/*
+	 * 0 while no step runs; in a step, 1 plus the state changes and
+	 * callbacks since its round began: another round follows.
+	 */
+	unsigned	 busy;
+	short		 down_ev, up_ev;	/* events of each side, not yet handled */
+	const char	*end_reason;	/* why it ends (static), in DONE */
 	struct bufferevent *under;	/* the sandbox's socket */
 	struct bufferevent *down;	/* TLS over it, towards the sandbox */
 	struct bufferevent *up;		/* TLS to the upstream, once needed */
-	enum icpt_up	 up_state;
 	char		 up_ca[256];	/* CA file the upstream was verified by */
 	struct http_reqs *reqs;
 	struct http_resps *resps;
-	enum icpt_body	 body;		/* what becomes of the current body */
-	int		 hold;		/* request parsing waits */
-	int		 upgrade_sent;	/* a passed upgrade awaits upstream's answer */
-	char		*refusal;	/* waiting for the answers owed before it */
-	size_t		 refusal_len;
-	int		 refusal_close;
-	int		 closing;	/* close once the sandbox has everything */
-	int		 resp_close;	/* the answer in progress ends the connection */
-	int		 shut_sent;	/* our close_notify is queued */
-	const char	*fail_reason;	/* why the upstream failed (static) */
-	int		 starting;	/* icpt_start is still on the stack */
-	short		 start_events;	/* events that came meanwhile */
-	int		 resp_open;	/* a response head was read, not its end */
-	int		 resp_info;	/* and it is informational (1xx) */
-	int		 expect_tunnel;	/* an upgrade request: TUNNEL follows END */
-	int		 last_request;	/* the client said close: read no more */
+	struct icpt_refusal refusal;
 	struct evbuffer	*held;		/* for the upstream, until it is checked */
 	uint64_t	 audit_wait;	/* the audit ticket it waits for, or 0 */
 	char		*pins[ICPT_MAX_PINS];	/* of the rule that opened it */
 	size_t		 npins;
-	struct event	*finish;	/* icpt_maybe_finish, next turn */
+	struct event	*wake;		/* a step on the next loop turn */
+	struct event	*linger;	/* LINGER: the socket, read and dropped */
+	uint64_t	 linger_until;	/* LINGER ends then (mono ms) */
+	size_t		 lingered;	/* bytes dropped in LINGER */
 	struct icpt_req	 cur;		/* the request being read */
 	/*
 	 * Sent, not yet answered: ICPT_MAX_PENDING slots from the loop's
@@ -123,11 +170,9 @@ struct icpt {
 	unsigned	 held_free_q;
 	uint64_t	 from_sandbox, from_upstream;
 	/* The response in progress is redacted (icpt_redact.c). */
-	struct redactor	*red;		/* made on first use, kept */
+	struct redactor	*red;		/* from the loop while an answer is redacted */
 	struct evbuffer	*red_buf;	/* what it let go, before framing */
-	int		 red_on;	/* its body goes through red */
-	int		 red_chunked_in;	/* the upstream's body is chunked */
-	int		 red_chunked_out;	/* ours is re-framed as chunked */
+	enum icpt_red	 red_mode;
 	int		 red_dstate;	/* the de-chunker's state */
 	uint64_t	 red_left;	/* bytes left of the current chunk */
 	uint64_t	 red_base;	/* replacements in the head */
@@ -200,6 +245,25 @@ size_t	icpt_resps_pending(const struct icpt *ic);
 
 /* icpt.c: the connection's life and the sandbox's side. */
 
+/* The one setters of the two states (logged at debug level). */
+void	icpt_rq_set(struct icpt *ic, enum icpt_rq s);
+void	icpt_rs_set(struct icpt *ic, enum icpt_rs s);
+/*
+ * The one step: handles what the callbacks recorded, moves requests and
+ * answers as far as the states and the bounds let them, and closes the
+ * connection when its state says so (the one way out).  A call while a
+ * step runs (a libevent callback from inside one) only asks for another
+ * round.  Every callback of the interception ends here.
+ */
+void	icpt_step(struct icpt *ic);
+/* The connection is over: the step closes it with reason. */
+void	icpt_end(struct icpt *ic, const char *reason);
+/*
+ * The connection is to end once the sandbox has everything queued for
+ * it: the upstream goes to the pool when it is between answers, else it
+ * is closed, and nothing more is read from either side.
+ */
+void	icpt_finish(struct icpt *ic);
 /* Something happened: the connection is not idle. */
 void	icpt_touch(struct icpt *ic);
 /*
@@ -220,7 +284,9 @@ size_t	icpt_down_queued(struct icpt *ic);
 void	icpt_send_down(struct icpt *ic, const void *buf, size_t len);
 /*
  * Refuses the current request (ic->cur) with sluice's own answer and
- * writes its audit record; close: the connection ends after it.
+ * writes its audit record; close: the connection ends after it.  The
+ * request side goes to DISCARD (its body is read and dropped), REFUSED
+ * (answers are owed before it) or, with close, to the end.
  */
 void	icpt_refuse(struct icpt *ic, int status, const char *error,
 	    const char *reason, const char *detail, int close);
@@ -228,7 +294,7 @@ void	icpt_refuse(struct icpt *ic, int status, const char *error,
  * The answer under way cannot be finished (the upstream failed or reset
  * in its middle): its request gets its record, and the sandbox's
  * connection is reset, never ended cleanly, so what it got cannot pass
- * for a whole answer.  Closes c.
+ * for a whole answer.
  */
 void	icpt_abort(struct icpt *ic, const char *reason);
 /*
@@ -248,14 +314,15 @@ void	icpt_refuse_req(struct icpt *ic, struct icpt_req *r, int status,
  */
 void	icpt_fail_unsent(struct icpt *ic, unsigned n, size_t keep,
 	    int status, const char *reason, const char *detail);
-/* Sends a held refusal once no answer is owed before it. */
-void	icpt_release_refusal(struct icpt *ic);
-/* Ends a closing connection once the sandbox has everything; may close c. */
-void	icpt_maybe_finish(struct icpt *ic);
+/* A held refusal is dropped (an error answer replaces it). */
+void	icpt_refusal_drop(struct icpt *ic);
 
 /* icpt_req.c: the sandbox's requests. */
 
-/* Reads, judges and forwards requests until told to hold; may close c. */
+/*
+ * Reads, judges and forwards requests while the request side reads and
+ * the upstream's queue is below its bound (the step's part).
+ */
 void	icpt_pump_requests(struct icpt *ic);
 
 /*
@@ -322,10 +389,10 @@ int	icpt_pins_same(const struct icpt *ic, const struct intercept_rule *rule);
 int	icpt_pins_ok(struct icpt *ic);
 /*
  * Opens ic->up for rule: an idle one of the pool, its pins checked at
- * once, else a new connection, checked once connected.  -1 after
- * answering the sandbox (ic->fail_reason says why).
+ * once, else a new connection, checked once connected.  Returns NULL, or
+ * why it failed after answering the sandbox.
  */
-int	icpt_up_open(struct icpt *ic, const struct intercept_rule *rule);
+const char *icpt_up_open(struct icpt *ic, const struct intercept_rule *rule);
 /*
  * The upstream failed before answering the oldest request in the queue:
  * the sandbox gets status (detail may be NULL), the request its record,
@@ -333,8 +400,18 @@ int	icpt_up_open(struct icpt *ic, const struct intercept_rule *rule);
  */
 void	icpt_up_failed(struct icpt *ic, int status, const char *reason,
 	    const char *detail);
-/* Relays the upstream's answers, in order, to the sandbox; may close c. */
+/*
+ * Handles the upstream's events the callbacks recorded (connected,
+ * closed, reset, timed out) once what it sent before them is relayed.
+ */
+void	icpt_up_events(struct icpt *ic);
+/*
+ * Relays the upstream's answers, in order, to the sandbox while the
+ * sandbox's queue is below its bound (the step's part).
+ */
 void	icpt_pump_responses(struct icpt *ic);
+/* Whether the upstream's side reads in state s. */
+int	icpt_rs_reads(enum icpt_rs s);
 /* A tunnel: what the sandbox sent goes to the upstream as it is. */
 void	icpt_tunnel_down_to_up(struct icpt *ic);
 

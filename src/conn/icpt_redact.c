@@ -158,7 +158,7 @@ icpt_redact_head(struct icpt *ic, struct icpt_req *r,
 	    (ic->red_buf == NULL && (ic->red_buf = evbuffer_new()) == NULL) ||
 	    redactor_reset(ic->red, pats, npats) != 0 ||
 	    redact_head(ic->red, rh, reframe, ic->red_buf) != 0) {
-		conn_close(ic->c, "out-of-memory");
+		icpt_end(ic, "out-of-memory");
 		return -1;
 	}
 	evbuffer_add_buffer(bufferevent_get_output(ic->down), ic->red_buf);
@@ -166,9 +166,7 @@ icpt_redact_head(struct icpt *ic, struct icpt_req *r,
 	r->redacted_head += ic->red_base;
 	if (!body)
 		return 0;
-	ic->red_on = 1;
-	ic->red_chunked_in = chunked;
-	ic->red_chunked_out = reframe;
+	ic->red_mode = chunked ? RED_CHUNKED : reframe ? RED_LENGTH : RED_CLOSE;
 	ic->red_dstate = D_SIZE;
 	ic->red_left = 0;
 	return 0;
@@ -183,10 +181,10 @@ send_redacted(struct icpt *ic)
 
 	if (n == 0)
 		return;
-	if (ic->red_chunked_out)
+	if (ic->red_mode != RED_CLOSE)
 		evbuffer_add_printf(out, "%zx\r\n", n);
 	evbuffer_add_buffer(out, ic->red_buf);
-	if (ic->red_chunked_out)
+	if (ic->red_mode != RED_CLOSE)
 		evbuffer_add(out, "\r\n", 2);
 }
 
@@ -256,14 +254,14 @@ icpt_redact_body(struct icpt *ic, struct icpt_req *r, const uint8_t *p,
 {
 	int rc;
 
-	if (!ic->red_on || n == 0)
+	if (ic->red_mode == RED_OFF || n == 0)
 		return 0;
-	if (ic->red_chunked_in)
+	if (ic->red_mode == RED_CHUNKED)
 		rc = dechunk_feed(ic, p, n);
 	else
 		rc = redactor_feed(ic->red, p, n, emit_cb, ic->red_buf);
 	if (rc != 0) {
-		conn_close(ic->c, "redaction-failed");
+		icpt_end(ic, "redaction-failed");
 		return -1;
 	}
 	send_redacted(ic);
@@ -290,16 +288,17 @@ icpt_redact_end(struct icpt *ic, struct icpt_req *r)
 	struct conn *c = ic->c;
 	int rc = 0;
 
-	if (ic->red_on) {
-		ic->red_on = 0;
+	if (ic->red_mode != RED_OFF) {
 		if (redactor_flush(ic->red, emit_cb, ic->red_buf) != 0) {
-			conn_close(c, "redaction-failed");
+			ic->red_mode = RED_OFF;
+			icpt_end(ic, "redaction-failed");
 			return -1;
 		}
 		send_redacted(ic);
-		if (ic->red_chunked_out)
+		if (ic->red_mode != RED_CLOSE)
 			evbuffer_add(bufferevent_get_output(ic->down),
 			    "0\r\n\r\n", 5);
+		ic->red_mode = RED_OFF;
 		/* The count runs from the reset: the head's came first. */
 		r->redacted_body += redactor_count(ic->red) - ic->red_base;
 	}

@@ -284,7 +284,7 @@ icpt_prepare_up(struct icpt *ic, const struct http_head *h,
     const struct intercept_rule *rule)
 {
 	int fwd = rule->action == ICPT_FORWARD;
-	const char *host = fwd ? rule->forward_host : ic->c->name;
+	const char *host = fwd ? rule->forward_host : ic->c->name, *why;
 	unsigned port = fwd ? rule->forward_port : ic->c->upport ?
 	    ic->c->upport : ic->c->dst_port;
 
@@ -306,7 +306,7 @@ icpt_prepare_up(struct icpt *ic, const struct http_head *h,
 		 * one in use goes once nothing is owed on it.
 		 * XXX a pipelined request to another upstream is refused.
 		 */
-		if (ic->qn > 0 || ic->up_state != UP_READY ||
+		if (ic->qn > 0 || ic->rs != RS_READY ||
 		    evbuffer_get_length(ic->held) > 0) {
 			icpt_refuse(ic, 502, "bad-gateway", "upstream-conflict",
 			    "sluice: pipelined requests for different upstreams "
@@ -322,15 +322,14 @@ icpt_prepare_up(struct icpt *ic, const struct http_head *h,
 	 */
 	if (ic->up == NULL) {
 		icpt_pins_set(ic, rule);
-		if (icpt_up_open(ic, rule) != 0) {
+		if ((why = icpt_up_open(ic, rule)) != NULL) {
 			ic->cur.status = 502;	/* icpt_up_open answered it */
 			ic->cur.action = "error";
-			ic->cur.reason = ic->fail_reason ? ic->fail_reason :
-			    "upstream-failed";
+			ic->cur.reason = why;
 			icpt_audit_request(ic, &ic->cur);
 			return -1;
 		}
-	} else if (rule->npins > 0 && ic->up_state == UP_READY) {
+	} else if (rule->npins > 0 && ic->rs != RS_CONNECTING) {
 		icpt_pins_set(ic, rule);
 		if (!icpt_pins_ok(ic)) {
 			icpt_refuse(ic, 502, "bad-gateway",
@@ -363,15 +362,14 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 
 	ic->cur.upgrade = h->upgrade;
 	ic->cur.close = !h->keep_alive;
-	ic->last_request = ic->cur.close;
 	if (icpt_q_take(ic) != 0) {
-		conn_close(ic->c, "out-of-memory");
+		icpt_end(ic, "out-of-memory");
 		return NULL;
 	}
 	if (http_resps_expect(ic->resps, h->method) != 0 ||
 	    (ic->cur.close && http_resps_last(ic->resps) != 0)) {
 		/* The parser checked the method and refused CONNECT. */
-		conn_close(ic->c, "internal");
+		icpt_end(ic, "internal");
 		return NULL;
 	}
 	ic->c->wake_at = 0;	/* it keeps its upstream: no parking */
@@ -380,7 +378,7 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 	ic->qn++;
 	ic->cur.nsecrets = 0;	/* the queue holds them now */
 	ic->cur.tok = NULL;
-	ic->upgrade_sent = h->upgrade;
+	icpt_rq_set(ic, RQ_BODY);	/* its body follows it */
 	return q;
 }
 
@@ -408,7 +406,7 @@ forward_head(struct icpt *ic, const struct http_head *h,
 		icpt_held_mark(ic);
 	out = inj != NULL ? ic->held : icpt_up_out(ic);
 	if (evbuffer_reserve_space(out, ICPT_HEAD_MAX, &v, 1) != 1) {
-		conn_close(c, "out-of-memory");
+		icpt_end(ic, "out-of-memory");
 		return -1;
 	}
 	n = http_head_serialize_upstream(h, target, c->name, c->dst_port,
@@ -450,152 +448,161 @@ forward_head(struct icpt *ic, const struct http_head *h,
 }
 
 /*
- * Judges a request head and queues it; the body follows it or is
- * discarded.  An injection's secrets go with the queued request, and the
- * scratch its values were rendered in is wiped.
+ * Judges a request head and queues it: the request side goes to BODY
+ * (its body follows it upstream) or as the refusal says.  An injection's
+ * secrets go with the queued request, and the scratch its values were
+ * rendered in is wiped.
  */
 static void
 take_head(struct icpt *ic, const struct http_head *h)
 {
 	const struct intercept_rule *rule;
-	struct conn *c = ic->c;		/* outlives ic when it closes */
-	struct loop *l = c->l;
 	struct inject inj;
 	size_t wipe = 0;
 	char target[2 * ICPT_PATH_MAX];	/* path, '?', query */
-	int ok;
 
 	memset(&inj, 0, sizeof(inj));
 	rule = judge(ic, h, target, sizeof(target), &inj, &wipe);
 	if (rule != NULL && rule->action == ICPT_FORWARD)
-		ok = icpt_fwd_head(ic, h, rule, target) == 0;
-	else
-		ok = rule != NULL && forward_head(ic, h, rule, target,
-		    rule->action == ICPT_INJECT ? &inj : NULL) == 0;
+		icpt_fwd_head(ic, h, rule, target);
+	else if (rule != NULL)
+		forward_head(ic, h, rule, target,
+		    rule->action == ICPT_INJECT ? &inj : NULL);
 	if (wipe > 0)
-		sodium_memzero(loop_scratch(l), wipe);
+		sodium_memzero(loop_scratch(ic->c->l), wipe);
 	inject_release(&inj);	/* what forward_head did not take */
-	if (c->state == CS_CLOSED)
-		return;			/* ic is gone */
-	ic->body = ok ? BODY_FORWARD : BODY_DISCARD;
+}
+
+/* A request ended (h): what the sandbox's side does next. */
+static void
+request_end(struct icpt *ic, const struct http_head *h)
+{
+	if (ic->fwd != NULL && icpt_fwd_finish(ic) != 0)
+		return;
+	if (h->upgrade && ic->rq == RQ_BODY && ic->qn > 0) {
+		icpt_rq_set(ic, RQ_UPGRADE);	/* the upstream's answer decides */
+		return;
+	}
+	/* Answered already (not 101), or refused by us. */
+	if (h->upgrade) {
+		/*
+		 * We refused the upgrade: the connection stays HTTP (bytes the
+		 * client sent optimistically will not parse as such).
+		 */
+		if (http_reqs_upgrade_refused(ic->reqs) != 0 || !h->keep_alive)
+			icpt_finish(ic);
+		else
+			icpt_rq_set(ic, RQ_HEAD);
+		return;
+	}
+	if (ic->rq == RQ_BODY || ic->rq == RQ_DISCARD)
+		icpt_rq_set(ic, h->keep_alive ? RQ_HEAD : RQ_DONE);
+}
+
+/*
+ * The sandbox sent a malformed request: refused, and the connection
+ * ends after it.  If the upstream holds part of it, it is never to be
+ * answered to the client, nor the upstream kept.
+ */
+static void
+request_invalid(struct icpt *ic, const char *why)
+{
+	if (ic->rq == RQ_BODY && ic->qn > 0) {
+		struct icpt_req *bad = icpt_q_tail(ic);
+
+		bad->action = "incomplete";
+		bad->reason = "client-malformed";
+		icpt_audit_request(ic, bad);
+		ic->qn--;	/* the newest goes; its answer is never relayed */
+	}
+	icpt_req_release(&ic->cur);
+	memset(&ic->cur, 0, sizeof(ic->cur));
+	ic->cur.start_ms = mono_ms();
+	snprintf(ic->cur.method, sizeof(ic->cur.method), "-");
+	icpt_refuse(ic, 400, "refused", strcmp(why ? why : "",
+	    "header too large") == 0 ? "header-too-large" : "bad-request", why,
+	    1);
+}
+
+/* Body bytes data[0..used) of in: to the upstream, hashed, or dropped. */
+static int
+request_body(struct icpt *ic, struct evbuffer *in, const uint8_t *data,
+    size_t used)
+{
+	if (ic->rq != RQ_BODY || ic->up == NULL) {
+		evbuffer_drain(in, used);
+		return 0;
+	}
+	if (ic->qn > 0)
+		icpt_q_tail(ic)->bytes_up += used;
+	if (ic->fwd != NULL) {
+		/* The token waits for the body's hash. */
+		if (icpt_fwd_body(ic, data, used) != 0)
+			return -1;
+		evbuffer_drain(in, used);
+		return 0;
+	}
+	evbuffer_remove_buffer(in, icpt_up_out(ic), used);
+	return 0;
+}
+
+/* Whether the pump goes on in state s (END may come without a byte in a body). */
+static int
+pumps(const struct icpt *ic, size_t len)
+{
+	if (ic->rs >= RS_FLUSH)
+		return 0;
+	return (ic->rq == RQ_HEAD && len > 0) || ic->rq == RQ_BODY ||
+	    ic->rq == RQ_DISCARD;
 }
 
 void
 icpt_pump_requests(struct icpt *ic)
 {
-	struct conn *c = ic->c;		/* outlives ic when it closes */
-	struct evbuffer *in;
+	struct evbuffer *in = bufferevent_get_input(ic->down);
 	const struct http_head *h;
 	const char *why;
 	enum http_ev ev;
 	size_t len, used;
 	uint8_t *data;
 
-	if (ic->phase != IC_REQUESTS)
-		return;
-	in = bufferevent_get_input(ic->down);
-	/*
-	 * With no bytes left, one more feed while a request is open: a
-	 * bodiless request's END comes without a byte.
-	 */
-	while (!ic->hold && ic->phase == IC_REQUESTS &&
-	    ((len = evbuffer_get_length(in)) > 0 ||
-	    ic->body != BODY_NONE || ic->expect_tunnel)) {
-		if (ic->up != NULL && icpt_up_queued(ic) > ICPT_HIGH)
-			return;		/* up_write_cb resumes */
+	while (pumps(ic, evbuffer_get_length(in))) {
+		if (icpt_up_queued(ic) > ICPT_HIGH)
+			return;		/* flow() pauses the sandbox */
 		if (icpt_parsers_take(ic) != 0) {
-			conn_close(c, "out-of-memory");
+			icpt_end(ic, "out-of-memory");
 			return;
 		}
 		len = evbuffer_get_contiguous_space(in);
 		data = len > 0 ? evbuffer_pullup(in, (ssize_t)len) : NULL;
 		h = NULL;
 		ev = http_reqs_feed(ic->reqs, data, len, &used, &h, &why);
+		ic->from_sandbox += used;
 		switch (ev) {
 		case HTTP_EV_NEED_MORE:
-		case HTTP_EV_END:
-			ic->from_sandbox += used;
-			if (ic->body == BODY_FORWARD && ic->up != NULL) {
-				if (ic->qn > 0)
-					icpt_q_tail(ic)->bytes_up += used;
-				if (ic->fwd != NULL) {
-					/* The token waits for the body's hash. */
-					if (icpt_fwd_body(ic, data, used) != 0)
-						return;
-					evbuffer_drain(in, used);
-				} else
-					evbuffer_remove_buffer(in,
-					    icpt_up_out(ic), used);
-			} else
-				evbuffer_drain(in, used);
-			if (ev == HTTP_EV_END && ic->fwd != NULL &&
-			    icpt_fwd_finish(ic) != 0)
+			if (request_body(ic, in, data, used) != 0)
 				return;
-			if (ev == HTTP_EV_END) {
-				ic->body = BODY_NONE;
-				if (ic->last_request && !ic->expect_tunnel)
-					ic->hold = 1;	/* it said close */
-			}
-			if (ev == HTTP_EV_NEED_MORE && ic->body == BODY_NONE &&
-			    !ic->expect_tunnel)
+			if (ic->rq == RQ_HEAD)
 				conn_head_started(ic->c);	/* a head, not whole */
-			if (ev == HTTP_EV_NEED_MORE && used == 0)
+			if (used == 0)
 				return;
+			break;
+		case HTTP_EV_END:
+			if (request_body(ic, in, data, used) != 0)
+				return;
+			request_end(ic, h);
 			break;
 		case HTTP_EV_HEAD:
 			ic->c->head_deadline = 0;
-			ic->from_sandbox += used;
 			evbuffer_drain(in, used);
-			ic->expect_tunnel = h->upgrade || h->is_connect;
-			ic->upgrade_sent = 0;
 			take_head(ic, h);
 			break;
-		case HTTP_EV_TUNNEL:
-			ic->expect_tunnel = 0;
-			/* After a passed upgrade: wait for upstream's answer. */
-			if (ic->upgrade_sent) {
-				ic->hold = 1;
-				bufferevent_disable(ic->down, EV_READ);
-				return;
-			}
-			/*
-			 * We refused the upgrade: the connection stays HTTP (bytes
-			 * the client sent optimistically will not parse as such).
-			 */
-			if (http_reqs_upgrade_refused(ic->reqs) != 0 ||
-			    ic->last_request) {
-				ic->hold = 1;
-				ic->closing = 1;
-				icpt_maybe_finish(ic);
-				return;
-			}
-			break;
+		case HTTP_EV_TUNNEL:	/* request_end never feeds past an upgrade */
+			icpt_end(ic, "internal");
+			return;
 		case HTTP_EV_INVALID:
-			if (ic->body == BODY_FORWARD && ic->qn > 0) {
-				/*
-				 * Upstream holds a cut request: it is never to be
-				 * answered to the client, nor the connection kept.
-				 */
-				struct icpt_req *bad = icpt_q_tail(ic);
-
-				bad->action = "incomplete";
-				bad->reason = "client-malformed";
-				icpt_audit_request(ic, bad);
-				ic->qn--;	/* the newest goes */
-				ic->resp_close = 1;
-			}
-			ic->body = BODY_NONE;
-			memset(&ic->cur, 0, sizeof(ic->cur));
-			ic->cur.start_ms = mono_ms();
-			snprintf(ic->cur.method, sizeof(ic->cur.method), "-");
-			icpt_refuse(ic, 400, "refused", strcmp(why ? why : "",
-			    "header too large") == 0 ? "header-too-large" :
-			    "bad-request", why, 1);
+			request_invalid(ic, why);
 			return;
 		}
-		if (c->state == CS_CLOSED)
-			return;
 	}
-	if (ic->up != NULL && icpt_up_queued(ic) > ICPT_HIGH)
-		bufferevent_disable(ic->down, EV_READ);
 }

@@ -39,10 +39,23 @@
 
 /* ---- the upstream side ---------------------------------------------- */
 
+int
+icpt_rs_reads(enum icpt_rs s)
+{
+	return s >= RS_CONNECTING && s <= RS_TUNNEL;
+}
+
+/* Whether the upstream is connected and checked (an answer may be under way). */
+static int
+up_ready(const struct icpt *ic)
+{
+	return ic->rs >= RS_READY && ic->rs <= RS_TUNNEL;
+}
+
 struct evbuffer *
 icpt_up_out(struct icpt *ic)
 {
-	return ic->up_state == UP_READY && ic->audit_wait == 0 &&
+	return up_ready(ic) && ic->audit_wait == 0 &&
 	    evbuffer_get_length(ic->held) == 0 ?
 	    bufferevent_get_output(ic->up) : ic->held;
 }
@@ -50,7 +63,7 @@ icpt_up_out(struct icpt *ic)
 void
 icpt_up_release(struct icpt *ic)
 {
-	if (ic->up_state != UP_READY || evbuffer_get_length(ic->held) == 0)
+	if (!up_ready(ic) || evbuffer_get_length(ic->held) == 0)
 		return;
 	if (ic->audit_wait == 0) {
 		evbuffer_add_buffer(bufferevent_get_output(ic->up), ic->held);
@@ -140,6 +153,7 @@ icpt_up_discard(struct icpt *ic)
 {
 	resolve_cancel(ic->resolving);
 	ic->resolving = NULL;
+	ic->up_ev = 0;
 	if (ic->up != NULL) {
 		bufferevent_setcb(ic->up, NULL, NULL, NULL, NULL);
 		bufferevent_disable(ic->up, EV_READ | EV_WRITE);
@@ -149,7 +163,8 @@ icpt_up_discard(struct icpt *ic)
 			bufferevent_free(ic->up);
 	}
 	ic->up = NULL;
-	ic->up_state = UP_NONE;
+	if (ic->rs < RS_FLUSH)
+		icpt_rs_set(ic, RS_NONE);
 }
 
 void
@@ -160,10 +175,9 @@ icpt_up_failed(struct icpt *ic, int status, const char *reason,
 	char msg[256], *resp;
 	size_t len;
 
-	if (ic->phase == IC_CLOSED || ic->fail_reason != NULL)
+	if (ic->rs >= RS_FLUSH)
 		return;		/* one failure ends it; a second event is moot */
 	log_debug("icpt", "%p upstream failed: %s", (void *)ic->c, reason);
-	ic->fail_reason = reason;
 	/* Nothing more is read from it, nor pumped to the sandbox. */
 	icpt_up_discard(ic);
 	if (icpt_answer_started(ic)) {
@@ -189,15 +203,21 @@ icpt_up_failed(struct icpt *ic, int status, const char *reason,
 		icpt_send_down(ic, resp, len);
 		free(resp);
 	}
-	free(ic->refusal);
-	ic->refusal = NULL;
-	ic->hold = 1;
-	ic->closing = 1;
-	icpt_maybe_finish(ic);
+	icpt_refusal_drop(ic);
+	icpt_finish(ic);
+}
+
+/* icpt_up_open's failures: the sandbox is answered, the reason returned. */
+static const char *
+open_failed(struct icpt *ic, int status, const char *reason,
+    const char *detail)
+{
+	icpt_up_failed(ic, status, reason, detail);
+	return reason;
 }
 
 /* Connects ic->up (made, not yet connected) to a:port. */
-static int
+static const char *
 up_connect(struct icpt *ic, const struct sl_addr *a, unsigned port)
 {
 	struct sockaddr_storage ss;
@@ -206,10 +226,8 @@ up_connect(struct icpt *ic, const struct sl_addr *a, unsigned port)
 
 	len = addr_to_sockaddr(a, (uint16_t)port, &ss);
 	if (bufferevent_socket_connect(ic->up, (struct sockaddr *)&ss,
-	    (int)len) != 0) {
-		icpt_up_failed(ic, 502, "upstream-unreachable", NULL);
-		return -1;
-	}
+	    (int)len) != 0)
+		return open_failed(ic, 502, "upstream-unreachable", NULL);
 	/*
 	 * A request written right after the handshake must not wait for
 	 * the upstream's delayed ACK (Nagle): 40 ms on Linux.
@@ -217,7 +235,7 @@ up_connect(struct icpt *ic, const struct sl_addr *a, unsigned port)
 	setsockopt(bufferevent_getfd(ic->up), IPPROTO_TCP, TCP_NODELAY, &one,
 	    sizeof(one));
 	bufferevent_enable(ic->up, EV_READ | EV_WRITE);
-	return 0;
+	return NULL;
 }
 
 /* The proxy's name resolved: connect, or tell the sandbox. */
@@ -232,12 +250,12 @@ proxy_resolved_cb(int err, const struct resolve_answer *ans, void *arg)
 		    ic->up_host);
 		icpt_up_failed(ic, 502, "upstream-unreachable",
 		    "the proxy's name does not resolve");
-		return;
-	}
-	up_connect(ic, &ans->addrs[0], ic->up_port);
+	} else
+		up_connect(ic, &ans->addrs[0], ic->up_port);
+	icpt_step(ic);
 }
 
-int
+const char *
 icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 {
 	struct conn *c = ic->c;
@@ -270,72 +288,65 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 		bufferevent_set_timeouts(ic->up, &idle, &idle);
 		bufferevent_setwatermark(ic->up, EV_WRITE, ICPT_HIGH / 2, 0);
 		bufferevent_enable(ic->up, EV_READ | EV_WRITE);
-		ic->up_state = UP_READY;
+		icpt_rs_set(ic, RS_READY);
 		c->upstream_used = 1;
-		if (!icpt_pins_ok(ic)) {
-			icpt_up_failed(ic, 502, "upstream-pin-mismatch", NULL);
-			return -1;
-		}
-		return 0;
+		if (!icpt_pins_ok(ic))
+			return open_failed(ic, 502, "upstream-pin-mismatch",
+			    NULL);
+		return NULL;
 	}
 	if (tlsup_ctx(c->l->tls_up, rule->upstream_ca, &ctx, err, sizeof(err)) != 0) {
 		log_warnx("icpt", "%s", err);
-		icpt_up_failed(ic, 502, "upstream-ca-unavailable", NULL);
-		return -1;
+		return open_failed(ic, 502, "upstream-ca-unavailable", NULL);
 	}
 	if (tlsup_ssl_new(ctx, c->sb != NULL ? c->sb->id : NULL,
-	    ic->up_host, 0, ic->up_port, &ssl) != 0) {
-		icpt_up_failed(ic, 502, "upstream-tls-error", NULL);
-		return -1;
-	}
+	    ic->up_host, 0, ic->up_port, &ssl) != 0)
+		return open_failed(ic, 502, "upstream-tls-error", NULL);
 	ic->up = bufferevent_openssl_socket_new(c->l->base, -1, ssl,
 	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
 	if (ic->up == NULL) {
 		SSL_free(ssl);
-		icpt_up_failed(ic, 502, "upstream-tls-error", NULL);
-		return -1;
+		return open_failed(ic, 502, "upstream-tls-error", NULL);
 	}
 	bufferevent_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb, ic);
 	bufferevent_set_timeouts(ic->up, &tv, &tv);
 	bufferevent_setwatermark(ic->up, EV_WRITE, ICPT_HIGH / 2, 0);
-	ic->up_state = UP_CONNECTING;
+	icpt_rs_set(ic, RS_CONNECTING);
 	if (!fwd)
 		return up_connect(ic, &c->updst, c->upport);
 	/* The proxy: by name, through the worker's resolver. */
 	r = resolve_name(c->l->res, ic->up_host, 0, &ans, proxy_resolved_cb,
 	    ic, &ic->resolving);
-	if (r == 0) {
-		if (ans.n == 0) {
-			icpt_up_failed(ic, 502, "upstream-unreachable",
-			    "the proxy's name does not resolve");
-			return -1;
-		}
+	if (r == 0 && ans.n == 0)
+		return open_failed(ic, 502, "upstream-unreachable",
+		    "the proxy's name does not resolve");
+	if (r == 0)
 		return up_connect(ic, &ans.addrs[0], ic->up_port);
-	}
-	if (r != 1) {
-		icpt_up_failed(ic, 502, "upstream-unreachable", NULL);
-		return -1;
-	}
-	return 0;
+	if (r != 1)
+		return open_failed(ic, 502, "upstream-unreachable", NULL);
+	return NULL;
+}
+
+/* Whether the upstream is between answers with nothing owed on it. */
+static int
+up_idle(struct icpt *ic)
+{
+	return ic->up != NULL && ic->rs == RS_READY && ic->qn == 0 &&
+	    icpt_resps_pending(ic) == 0 && ic->fwd == NULL &&
+	    ic->audit_wait == 0 && evbuffer_get_length(ic->held) == 0 &&
+	    evbuffer_get_length(bufferevent_get_input(ic->up)) == 0 &&
+	    evbuffer_get_length(bufferevent_get_output(ic->up)) == 0;
 }
 
 void
 icpt_up_drop(struct icpt *ic)
 {
-	resolve_cancel(ic->resolving);
-	ic->resolving = NULL;
-	if (ic->up != NULL && ic->up_state == UP_READY &&
-	    icpt_resps_pending(ic) == 0 &&
-	    evbuffer_get_length(bufferevent_get_input(ic->up)) == 0 &&
-	    evbuffer_get_length(bufferevent_get_output(ic->up)) == 0) {
+	if (up_idle(ic)) {
 		upool_put(ic->c->l->upool, ic->up, ic->c->counter, ic->up_host,
 		    (uint16_t)ic->up_port, ic->up_ca);
 		ic->up = NULL;
 	}
-	if (ic->up != NULL)
-		bufferevent_free(ic->up);
-	ic->up = NULL;
-	ic->up_state = UP_NONE;
+	icpt_up_discard(ic);
 }
 
 void
@@ -354,81 +365,68 @@ void
 icpt_up_park(struct icpt *ic)
 {
 	ic->c->wake_at = 0;
-	if (ic->up == NULL || ic->up_state != UP_READY || ic->qn > 0 ||
-	    ic->phase != IC_REQUESTS || ic->resp_close || ic->resp_open ||
-	    ic->body == BODY_FORWARD || ic->upgrade_sent || ic->fwd != NULL ||
-	    ic->audit_wait != 0 || evbuffer_get_length(ic->held) > 0 ||
-	    evbuffer_get_length(bufferevent_get_input(ic->up)) > 0)
-		return;		/* an answer nobody asked for ends it all */
+	/* A request under way in either direction keeps it. */
+	if (ic->rq == RQ_BODY || ic->rq == RQ_UPGRADE || !up_idle(ic))
+		return;
 	icpt_up_drop(ic);
 }
 
+/* The upstream connected: checked before a byte goes to it. */
 static void
-up_event_cb(struct bufferevent *bev, short what, void *arg)
+up_connected(struct icpt *ic)
 {
-	struct icpt *ic = arg;
-	struct conn *c = ic->c;
-	const struct config *cfg = c->l->cfg;
+	const struct config *cfg = ic->c->l->cfg;
 	struct timeval idle = { cfg->timeouts.idle / 1000,
 	    (cfg->timeouts.idle % 1000) * 1000 };
+	char reason[TLSUP_REASON_BUFSZ];
+
+	/* Chain and name were verified in the handshake; the rest here. */
+	if (tlsup_check_peer(bufferevent_openssl_get_ssl(ic->up), NULL, 0,
+	    reason, sizeof(reason)) != 0) {
+		icpt_up_failed(ic, 502, "upstream-cert-invalid", reason);
+		return;
+	}
+	if (!icpt_pins_ok(ic)) {
+		icpt_up_failed(ic, 502, "upstream-pin-mismatch", NULL);
+		return;
+	}
+	icpt_rs_set(ic, RS_READY);
+	ic->c->upstream_used = 1;
+	bufferevent_set_timeouts(ic->up, &idle, &idle);
+	icpt_up_release(ic);	/* what waited goes (unless its record waits) */
+}
+
+/* The handshake with the upstream failed (or timed out). */
+static void
+up_handshake_failed(struct icpt *ic, short what)
+{
+	char reason[TLSUP_REASON_BUFSZ];
+	unsigned long e = bufferevent_get_openssl_error(ic->up);
+
+	tlsup_handshake_reason(bufferevent_openssl_get_ssl(ic->up), e, reason,
+	    sizeof(reason));
+	log_info("icpt", "%s: %s", ic->c->name, reason);
+	if (what & BEV_EVENT_TIMEOUT)
+		icpt_up_failed(ic, 504, "upstream-timeout", NULL);
+	else
+		icpt_up_failed(ic, 502, strncmp(reason, "upstream-cert-invalid",
+		    21) == 0 ? "upstream-cert-invalid" :
+		    "upstream-unreachable", reason);
+}
+
+/*
+ * The upstream ended (EOF, or an error), and what it sent before is
+ * relayed: a close-delimited answer ends here, anything else is cut.
+ */
+static void
+up_ended(struct icpt *ic, short what)
+{
 	const struct http_resp_head *rh;
 	const char *why;
-	char reason[TLSUP_REASON_BUFSZ];
-	unsigned long e;
+	enum icpt_rs was = ic->rs;
 
-	icpt_touch(ic);
-	if (what & BEV_EVENT_CONNECTED) {
-		/* Chain and name were verified in the handshake; the rest here. */
-		if (tlsup_check_peer(bufferevent_openssl_get_ssl(bev), NULL, 0,
-		    reason, sizeof(reason)) != 0) {
-			icpt_up_failed(ic, 502, "upstream-cert-invalid", reason);
-			return;
-		}
-		if (!icpt_pins_ok(ic)) {
-			icpt_up_failed(ic, 502, "upstream-pin-mismatch", NULL);
-			return;
-		}
-		ic->up_state = UP_READY;
-		c->upstream_used = 1;
-		bufferevent_set_timeouts(bev, &idle, &idle);
-		/* Checked: what waited goes now (unless its record waits). */
-		icpt_up_release(ic);
-		return;
-	}
-	if (ic->up_state == UP_CONNECTING) {
-		e = bufferevent_get_openssl_error(bev);
-		tlsup_handshake_reason(bufferevent_openssl_get_ssl(bev), e,
-		    reason, sizeof(reason));
-		log_info("icpt", "%s: %s", c->name, reason);
-		if (what & BEV_EVENT_TIMEOUT)
-			icpt_up_failed(ic, 504, "upstream-timeout", NULL);
-		else
-			icpt_up_failed(ic, 502, strncmp(reason, "upstream-cert-invalid",
-			    21) == 0 ? "upstream-cert-invalid" :
-			    "upstream-unreachable", reason);
-		return;
-	}
-	if (what & BEV_EVENT_TIMEOUT) {
-		if (ic->qn > 0) {
-			icpt_up_failed(ic, 504, "upstream-timeout", NULL);
-			return;
-		}
-		/*
-		 * Nothing owed and the upstream idle: it goes, the sandbox's
-		 * connection stays (its own idle limit is the connection's
-		 * timer); the next request opens another.
-		 */
-		icpt_up_discard(ic);
-		return;
-	}
-	/* EOF or error: a close-delimited answer ends here, anything else is cut. */
-	icpt_pump_responses(ic);
-	if (c->state == CS_CLOSED || ic->up != bev)
-		return;		/* closed, or failed and dropped, meanwhile */
 	if ((what & BEV_EVENT_ERROR) && icpt_answer_started(ic)) {
-		/* A reset is no end: a close-delimited answer is cut too. */
-		icpt_up_discard(ic);
-		icpt_abort(ic, "upstream-reset");
+		icpt_abort(ic, "upstream-reset");	/* a reset is no end */
 		return;
 	}
 	if (ic->resps != NULL && ic->qn > 0 &&
@@ -439,26 +437,65 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 			return;
 		icpt_audit_request(ic, r);
 		icpt_q_pop(ic);
+		was = RS_LAST;		/* it ended the connection */
 	}
-	bufferevent_free(ic->up);
-	ic->up = NULL;
-	ic->up_state = UP_NONE;
-	if (ic->qn > 0) {
+	icpt_up_discard(ic);
+	if (ic->qn > 0)
 		icpt_up_failed(ic, 502, "upstream-closed", NULL);
+	else if (was == RS_LAST || was == RS_TUNNEL || ic->rq == RQ_DONE)
+		icpt_finish(ic);
+	/* Else nothing is owed: the next request opens another. */
+}
+
+void
+icpt_up_events(struct icpt *ic)
+{
+	short what = ic->up_ev;
+
+	if (ic->up == NULL || ic->rs >= RS_FLUSH) {
+		ic->up_ev = 0;
 		return;
 	}
-	if (ic->closing || ic->resp_close) {
-		ic->closing = 1;
-		icpt_maybe_finish(ic);
+	if (what & BEV_EVENT_CONNECTED) {
+		ic->up_ev &= ~BEV_EVENT_CONNECTED;
+		what &= ~BEV_EVENT_CONNECTED;
+		up_connected(ic);
+		if (what == 0 || ic->up == NULL)
+			return;
+	}
+	if (ic->rs == RS_CONNECTING) {
+		ic->up_ev = 0;
+		up_handshake_failed(ic, what);
 		return;
 	}
-	/* Nothing owed: the next request opens a new upstream connection. */
-	if (ic->refusal != NULL) {
-		icpt_release_refusal(ic);
+	if (what & BEV_EVENT_TIMEOUT) {
+		ic->up_ev = 0;
+		if (ic->qn > 0)
+			icpt_up_failed(ic, 504, "upstream-timeout", NULL);
+		else
+			icpt_up_discard(ic);	/* idle: the next request opens another */
 		return;
 	}
-	ic->hold = 0;
-	icpt_pump_requests(ic);
+	/* What came before the end is relayed first (it may wait for the sandbox). */
+	icpt_pump_responses(ic);
+	if (ic->up == NULL || ic->rs >= RS_FLUSH ||
+	    (evbuffer_get_length(bufferevent_get_input(ic->up)) > 0 &&
+	    icpt_down_queued(ic) > ICPT_HIGH))
+		return;
+	ic->up_ev = 0;
+	up_ended(ic, what);
+}
+
+/* ---- the upstream's callbacks: they only dispatch ------------------- */
+
+static void
+up_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct icpt *ic = arg;
+
+	icpt_touch(ic);
+	ic->up_ev |= what;
+	icpt_step(ic);
 }
 
 static void
@@ -467,21 +504,14 @@ up_read_cb(struct bufferevent *bev, void *arg)
 	struct icpt *ic = arg;
 
 	icpt_touch(ic);
-	icpt_pump_responses(ic);
+	icpt_step(ic);
 }
 
-/* The upstream took our queued bytes: read the sandbox again. */
+/* The upstream took our queued bytes: the sandbox may be read again. */
 static void
 up_write_cb(struct bufferevent *bev, void *arg)
 {
-	struct icpt *ic = arg;
-
-	if (ic->phase == IC_TUNNEL) {
-		bufferevent_enable(ic->down, EV_READ);
-		return;
-	}
-	if (!ic->hold)
-		icpt_pump_requests(ic);
+	icpt_step(arg);
 }
 
 /* ---- responses ------------------------------------------------------ */
@@ -492,10 +522,10 @@ icpt_tunnel_down_to_up(struct icpt *ic)
 	struct evbuffer *in = bufferevent_get_input(ic->down);
 	size_t n = evbuffer_get_length(in);
 
+	if (ic->up == NULL || n == 0 || icpt_up_queued(ic) > ICPT_HIGH)
+		return;
 	ic->from_sandbox += n;
 	evbuffer_remove_buffer(in, icpt_up_out(ic), n);
-	if (icpt_up_queued(ic) > ICPT_HIGH)
-		bufferevent_disable(ic->down, EV_READ);
 }
 
 /* Body bytes data[0..used) of in: as they are, or redacted. */
@@ -503,7 +533,7 @@ static int
 relay_body(struct icpt *ic, struct icpt_req *r, struct evbuffer *in,
     struct evbuffer *out, const uint8_t *data, size_t used)
 {
-	if (!ic->red_on || r == NULL) {
+	if (ic->red_mode == RED_OFF) {
 		evbuffer_remove_buffer(in, out, used);
 		return 0;
 	}
@@ -511,6 +541,84 @@ relay_body(struct icpt *ic, struct icpt_req *r, struct evbuffer *in,
 		return -1;
 	evbuffer_drain(in, used);
 	return 0;
+}
+
+/* A head from the upstream, for r: to the sandbox, redacted if need be. */
+static void
+resp_head(struct icpt *ic, struct icpt_req *r, const struct http_resp_head *rh)
+{
+	if (icpt_req_redacts(r)) {
+		if (icpt_redact_head(ic, r, rh) != 0)
+			return;
+	} else
+		icpt_send_down(ic, rh->out, rh->out_len);
+	if (rh->informational) {
+		icpt_rs_set(ic, RS_INFO);
+		return;
+	}
+	r->status = (int)rh->status;
+	if (rh->keep_alive) {
+		icpt_rs_set(ic, RS_BODY);
+		return;
+	}
+	/* It ends the connection: no more requests are read. */
+	icpt_rs_set(ic, RS_LAST);
+	if (ic->rq == RQ_HEAD || ic->rq == RQ_BODY || ic->rq == RQ_DISCARD)
+		icpt_rq_set(ic, RQ_DONE);
+}
+
+/* r's answer ended: its record, and what comes next. */
+static void
+resp_end(struct icpt *ic, struct icpt_req *r)
+{
+	int last = ic->rs == RS_LAST || r->close;
+
+	if (icpt_req_redacts(r) && icpt_redact_end(ic, r) != 0)
+		return;
+	if (ic->rs == RS_LAST)
+		icpt_up_discard(ic);	/* it said close: never pooled */
+	else
+		icpt_rs_set(ic, RS_READY);
+	if (r->upgrade && ic->rq == RQ_UPGRADE) {
+		/* Refused by the upstream: HTTP goes on as before. */
+		if (http_reqs_upgrade_refused(ic->reqs) != 0) {
+			icpt_end(ic, "internal");
+			return;
+		}
+		icpt_rq_set(ic, RQ_HEAD);
+	}
+	icpt_audit_request(ic, r);
+	icpt_q_pop(ic);
+	if (last) {
+		/* A refusal that waited for this answer goes before the end. */
+		if (ic->rq == RQ_REFUSED && ic->qn == 0)
+			ic->refusal.close = 1;
+		else
+			icpt_finish(ic);
+		return;
+	}
+	/*
+	 * Nothing owed: the upstream waits in the pool, where this sandbox's
+	 * next request, on this connection or another, takes it; an idle
+	 * client holds none.
+	 */
+	icpt_up_park_soon(ic);
+	icpt_q_idle(ic);
+	icpt_parsers_idle(ic);
+}
+
+/* A 101 for r: from here on both sides are one byte stream. */
+static void
+resp_tunnel(struct icpt *ic, struct icpt_req *r)
+{
+	if (!r->upgrade || ic->rq != RQ_UPGRADE) {
+		icpt_up_failed(ic, 502, "upstream-malformed", NULL);
+		return;
+	}
+	icpt_audit_request(ic, r);
+	icpt_q_pop(ic);
+	icpt_rs_set(ic, RS_TUNNEL);
+	icpt_rq_set(ic, RQ_TUNNEL);
 }
 
 void
@@ -521,26 +629,22 @@ icpt_pump_responses(struct icpt *ic)
 	const char *why;
 	enum http_resp_ev ev;
 	struct icpt_req *r;
-	struct conn *c = ic->c;		/* outlives ic when it closes */
 	size_t len, used;
 	uint8_t *data;
 
 	/*
 	 * A response whose head is read may end (or tunnel) without a byte.
-	 * A step may fail the upstream or close the connection: nothing is
-	 * pumped after that.
+	 * A refusal whose turn came goes before anything more is relayed.
 	 */
-	while (ic->up != NULL && ic->fail_reason == NULL &&
-	    ic->phase != IC_CLOSED && c->state != CS_CLOSED &&
+	while (ic->up != NULL && icpt_rs_reads(ic->rs) &&
+	    ic->rs != RS_CONNECTING && (ic->rq != RQ_REFUSED || ic->qn > 0) &&
 	    ((len = evbuffer_get_length(bufferevent_get_input(ic->up))) > 0 ||
-	    ic->resp_open)) {
+	    ic->rs == RS_INFO || ic->rs == RS_BODY || ic->rs == RS_LAST)) {
 		in = bufferevent_get_input(ic->up);
 		out = bufferevent_get_output(ic->down);
-		if (icpt_down_queued(ic) > ICPT_HIGH) {
-			bufferevent_disable(ic->up, EV_READ);	/* the sandbox reads slowly */
-			return;
-		}
-		if (ic->phase == IC_TUNNEL) {
+		if (icpt_down_queued(ic) > ICPT_HIGH)
+			return;		/* the sandbox reads slowly: flow() pauses */
+		if (ic->rs == RS_TUNNEL) {
 			ic->from_upstream += len;
 			evbuffer_remove_buffer(in, out, len);
 			continue;
@@ -552,112 +656,47 @@ icpt_pump_responses(struct icpt *ic)
 			 * not relayed, and the connection ends.
 			 */
 			evbuffer_drain(in, evbuffer_get_length(in));
-			ic->resp_close = 1;
-			ic->hold = 1;
-			ic->closing = 1;
-			icpt_maybe_finish(ic);
+			icpt_up_discard(ic);
+			icpt_finish(ic);
 			return;
 		}
+		r = icpt_q_head(ic);
 		len = evbuffer_get_contiguous_space(in);
 		data = len > 0 ? evbuffer_pullup(in, (ssize_t)len) : NULL;
 		ev = http_resps_feed(ic->resps, data, len, &used, &rh, &why);
-		ic->resp_open = ev == HTTP_RESP_HEAD || (ev == HTTP_RESP_NEED_MORE &&
-		    ic->resp_open);
-		r = ic->qn > 0 ? icpt_q_head(ic) : NULL;
+		ic->from_upstream += used;
 		switch (ev) {
 		case HTTP_RESP_NEED_MORE:
-			ic->from_upstream += used;
-			if (!ic->resp_open) {
+			if (ic->rs == RS_READY) {
 				/*
 				 * Part of a head: the parser keeps it, and
 				 * the sandbox gets the head once it is whole
 				 * (redacted), never these bytes as they are.
 				 */
 				evbuffer_drain(in, used);
-				if (used == 0)
-					return;
-				break;
-			}
-			/* Body bytes, as they are (or redacted). */
-			if (r != NULL)
+			} else {
 				r->bytes_down += used;
-			if (relay_body(ic, r, in, out, data, used) != 0)
-				return;
+				if (relay_body(ic, r, in, out, data, used) != 0)
+					return;
+			}
 			if (used == 0)
 				return;		/* more is to come */
 			break;
 		case HTTP_RESP_HEAD:
-			ic->from_upstream += used;
 			evbuffer_drain(in, used);
-			if (r != NULL && icpt_req_redacts(r)) {
-				if (icpt_redact_head(ic, r, rh) != 0)
-					return;
-			} else
-				icpt_send_down(ic, rh->out, rh->out_len);
-			ic->resp_info = rh->informational;
-			if (!rh->informational) {
-				if (r != NULL)
-					r->status = (int)rh->status;
-				ic->resp_close = !rh->keep_alive;
-				if (ic->resp_close)
-					ic->hold = 1;	/* it ends the connection */
-			}
+			resp_head(ic, r, rh);
 			break;
 		case HTTP_RESP_END:
-			ic->from_upstream += used;
-			if (r != NULL)
-				r->bytes_down += used;
+			r->bytes_down += used;
 			if (relay_body(ic, r, in, out, data, used) != 0)
 				return;
-			if (r == NULL || ic->resp_info)
-				break;		/* an informational answer ended */
-			if (icpt_req_redacts(r) && icpt_redact_end(ic, r) != 0)
-				return;
-			if (r->upgrade) {
-				/* Refused by upstream: HTTP goes on as before. */
-				http_reqs_upgrade_refused(ic->reqs);
-				ic->upgrade_sent = 0;
-				ic->hold = 0;
-				bufferevent_enable(ic->down, EV_READ);
-			}
-			icpt_audit_request(ic, r);
-			icpt_q_pop(ic);
-			if (ic->refusal != NULL && ic->qn == 0) {
-				icpt_release_refusal(ic);	/* it was waiting for this */
-				if (c->state == CS_CLOSED || ic->closing)
-					return;
-			}
-			if (ic->resp_close || r->close) {
-				ic->closing = 1;
-				icpt_maybe_finish(ic);
-				return;
-			}
-			if (c->state == CS_CLOSED)
-				return;
-			/*
-			 * Nothing owed: the upstream waits in the pool, where
-			 * this sandbox's next request, on this connection or
-			 * another, takes it; an idle client holds none.
-			 */
-			icpt_up_park_soon(ic);
-			icpt_q_idle(ic);
-			icpt_parsers_idle(ic);
-			if (!ic->hold)
-				icpt_pump_requests(ic);
+			if (ic->rs == RS_INFO)
+				icpt_rs_set(ic, RS_READY);	/* a 1xx ended */
+			else
+				resp_end(ic, r);
 			break;
 		case HTTP_RESP_TUNNEL:
-			/* 101: from here on both sides are one byte stream. */
-			if (r == NULL || !r->upgrade) {
-				icpt_up_failed(ic, 502, "upstream-malformed", NULL);
-				return;
-			}
-			if (r != NULL) {
-				icpt_audit_request(ic, r);
-				icpt_q_pop(ic);
-			}
-			ic->phase = IC_TUNNEL;
-			bufferevent_enable(ic->down, EV_READ);
-			icpt_tunnel_down_to_up(ic);
+			resp_tunnel(ic, r);
 			break;
 		case HTTP_RESP_INVALID:
 			log_info("icpt", "%s: malformed answer: %s", ic->c->name,
@@ -666,7 +705,5 @@ icpt_pump_responses(struct icpt *ic)
 			icpt_up_failed(ic, 502, "upstream-malformed", NULL);
 			return;
 		}
-		if (c->state == CS_CLOSED)
-			return;
 	}
 }

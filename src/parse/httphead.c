@@ -503,6 +503,9 @@ http_reqs_feed(struct http_reqs *s, const uint8_t *buf, size_t len,
 int
 http_reqs_upgrade_refused(struct http_reqs *s)
 {
+	if (s->hs.phase == P_UPGRADE && s->head.upgrade &&
+	    http_stream_tunnel(&s->hs) != 0)
+		return SL_ERR_INVALID;
 	if (s->hs.phase != P_TUNNEL || !s->head.upgrade)
 		return SL_ERR_INVALID;
 	llhttp_resume_after_upgrade(&s->hs.parser);

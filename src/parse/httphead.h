@@ -124,8 +124,9 @@ enum http_ev http_reqs_feed(struct http_reqs *s, const uint8_t *buf,
 	    const char **reason);
 
 /*
- * After TUNNEL for an upgrade (not CONNECT) that the origin refused (it
- * answered something other than 101): the stream goes on parsing requests.
+ * After the END (or TUNNEL) of an upgrade (not CONNECT) that the origin
+ * refused (it answered something other than 101), or that was never
+ * sent: the stream goes on parsing requests.
  * Returns 0, or SL_ERR_INVALID when the stream is not at such a point.
  */
 int	http_reqs_upgrade_refused(struct http_reqs *s);

@@ -28,8 +28,10 @@
 #   private_intercepted  address rules apply to intercepted names (fault 12)
 #   half_close_answered  a sandbox that half-closes after its requests
 #             gets their answers (fault 5)
+#   half_close_refused  the same, a refusal held behind a slow answer
 #   mem_slow_reader  a sandbox that does not read its answer holds sluiced
 #             to the bound, not the answer's size (fault 3)
+#   mem_refused_flood  a flood behind a held refusal is not read
 #   deadline_*  ClientHellos and later heads sent a byte at a time are cut
 #             timeouts.handshake after their first byte (fault 4)
 #   pre_*     the explicit proxy judges names and addresses before any
@@ -390,7 +392,19 @@ half_close_answered() {
 	done
 }
 
+# The same with a refusal held behind a slow answer: the answer, then the
+# refusal, then the end (once, the end came at once and both were lost).
+half_close_refused() {
+	printf 'GET /slow?ms=800 HTTP/1.1\r\nHost: allowed.test\r\n\r\nGET /pub/h HTTP/1.1\r\nHost: other.test\r\n\r\n' >"$WORK/req"
+	snap
+	half_close 198.18.1.10 443 allowed.test "$WORK/req"
+	[ "$(grep -a '^HTTP/1.1 ' "$WORK/raw.out" | cut -c1-12 | tr -d '\r' | tr '\n' ,)" = "HTTP/1.1 200,HTTP/1.1 421," ] ||
+	    { why="want 200 then 421: $(short "$out") $(cat "$WORK/raw.err")"; return 1; }
+	upx "allowed-tls.requests=1 allowed-tls.paths=/slow?ms=800 other-tls.accepted=0"
+}
+
 check half_close_answered half_close_answered
+check half_close_refused half_close_refused
 
 # ================================================================ mem
 
@@ -431,6 +445,55 @@ mem_slow_reader() {
 }
 
 check mem_slow_reader mem_slow_reader
+
+# A sandbox that pipelines a refused request behind a slow answer, then
+# floods: nothing more of it is read while the refusal waits, so sluiced
+# holds no more than a read or two of it (issue 15: "hold" did not stop
+# reading, and the flood piled up in memory); the answer and the
+# refusal still come, in order.
+mem_refused_flood() {
+	local before during
+	hc https://allowed.test/pub/warm >/dev/null
+	before=$(rss_kb)
+	in_sb "$PY" - "$BOX_CA" >"$WORK/flood.out" 2>&1 <<-'EOF' &
+	import re, socket, ssl, sys, time
+	ctx = ssl.create_default_context(cafile=sys.argv[1])
+	s = ctx.wrap_socket(socket.create_connection(("198.18.1.10", 443), timeout=20),
+	                    server_hostname="allowed.test")
+	s.sendall(b"GET /slow?ms=2500 HTTP/1.1\r\nHost: allowed.test\r\n\r\n"
+	          b"GET /pub/f HTTP/1.1\r\nHost: other.test\r\n\r\n")
+	s.settimeout(2)
+	sent = 0
+	junk = b"A" * (1 << 20)
+	try:
+	    while sent < (64 << 20):
+	        sent += s.send(junk)
+	except (socket.timeout, ssl.SSLError, OSError):
+	    pass
+	s.settimeout(10)
+	got = b""
+	try:
+	    while got.count(b"HTTP/1.1 ") < 2:
+	        b = s.recv(65536)
+	        if not b:
+	            break
+	        got += b
+	except (socket.timeout, ssl.SSLError, OSError) as e:
+	    print("recv:", e)
+	print("sent", sent)
+	print(",".join(m.decode() for m in re.findall(rb"HTTP/1\.1 [0-9]{3}", got)))
+	EOF
+	local pid=$!
+	sleep 1.8
+	during=$(rss_kb)
+	wait "$pid"
+	[ $(( during - before )) -lt 16384 ] ||
+	    { why="sluiced grew by $(( (during - before) / 1024 )) MiB while a refusal waited: $(short "$(cat "$WORK/flood.out")")"; return 1; }
+	grep -q '^HTTP/1.1 200,HTTP/1.1 421' "$WORK/flood.out" ||
+	    { why="want 200 then 421: $(short "$(cat "$WORK/flood.out")")"; return 1; }
+}
+
+check mem_refused_flood mem_refused_flood
 
 # ================================================================ deadline
 

@@ -668,6 +668,19 @@ t_upgrade(void **state)
 	assert_false(h->upgrade);
 	http_reqs_free(s);
 
+	/* Refused right after its END, before the TUNNEL was asked for. */
+	h = head_of(&s, req, &ev, &why);
+	assert_int_equal(ev, HTTP_EV_HEAD);
+	ev = http_reqs_feed(s, NULL, 0, &used, &h, &why);
+	assert_int_equal(ev, HTTP_EV_END);
+	assert_int_equal(http_reqs_upgrade_refused(s), 0);
+	ev = http_reqs_feed(s, (const uint8_t *)next, sizeof(next) - 1, &used,
+	    &h, &why);
+	assert_int_equal(ev, HTTP_EV_HEAD);
+	assert_string_equal(h->target, "/again");
+	assert_int_equal(http_reqs_upgrade_refused(s), SL_ERR_INVALID);
+	http_reqs_free(s);
+
 	h = head_of(&s, "GET / HTTP/1.1\r\nConnection: keep-alive\r\n"
 	    "Connection: x, UPGRADE \r\nUpgrade: websocket\r\n\r\n", &ev, &why);
 	assert_int_equal(ev, HTTP_EV_HEAD);
