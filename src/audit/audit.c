@@ -41,6 +41,9 @@
  * the next one someone waits for, or at most this late.
  */
 #define LAZY_MS		20
+/* After a write or sync error, the writer tries again this often. */
+#define RETRY_FIRST_MS	100
+#define RETRY_MAX_MS	2000
 
 /* A record queued: a tree (control records) or flat (the data path). */
 struct slot {
@@ -69,6 +72,8 @@ struct audit {
 	atomic_ullong	 durable;
 	atomic_ullong	 wanted;	/* the newest ticket an action waits for */
 	atomic_int	 broken;	/* the writer failed: nothing is written */
+	atomic_ullong	 out_refused;	/* while broken: requests refused */
+	atomic_ullong	 out_lost;	/* while broken: other records lost */
 
 	/* The writer's own: the chain and the file. */
 	uint64_t	 seq;
@@ -77,6 +82,10 @@ struct audit {
 	struct timespec	 last_cp, last_sync;
 	uint64_t	 unsynced;	/* records written, not yet synced */
 	uint64_t	 size;
+	/* While broken: since when, why, and when it tries again. */
+	struct timespec	 broke_at, retry_at;
+	long		 retry_ms;
+	int		 broke_errno;
 
 	/* Figures, under mtx. */
 	uint64_t	 written, checkpoints, rotations, refused, cp_seq;
@@ -401,6 +410,38 @@ appended(struct audit *a, const char *line, size_t len,
 	a->since_cp++;
 }
 
+/*
+ * Where the chain and the file stood before a round: a round that fails
+ * is taken back whole (the file cut to it), so no record half on disk
+ * is ever chained to.
+ */
+struct mark {
+	uint64_t	 seq, since_cp, size;
+	char		 prev[AUDIT_HASH_HEX + 1];
+};
+
+static void
+mark_take(const struct audit *a, struct mark *m)
+{
+	m->seq = a->seq;
+	m->since_cp = a->since_cp;
+	m->size = a->size;
+	memcpy(m->prev, a->prev, sizeof(m->prev));
+}
+
+static void
+mark_restore(struct audit *a, const struct mark *m)
+{
+	a->seq = m->seq;
+	a->since_cp = m->since_cp;
+	a->size = m->size;
+	memcpy(a->prev, m->prev, sizeof(a->prev));
+	a->unsynced = 0;
+	if (a->fd != -1 && ftruncate(a->fd, (off_t)m->size) != 0)
+		log_debug("audit", "cannot cut %s back: %s", a->path,
+		    strerror(errno));
+}
+
 /* Chains rec as the next record and appends its line to *out. */
 static int
 append_record(struct audit *a, json_t *rec, char **out, size_t *outlen,
@@ -522,52 +563,91 @@ mark_durable(struct audit *a, uint64_t ticket, int force)
 	pthread_mutex_unlock(&a->mtx);
 }
 
+/* Whether the path still names the file we write (not moved away). */
+static int
+path_is_ours(const struct audit *a)
+{
+	struct stat ps, fs;
+
+	return stat(a->path, &ps) == 0 && fstat(a->fd, &fs) == 0 &&
+	    ps.st_dev == fs.st_dev && ps.st_ino == fs.st_ino;
+}
+
 /*
- * Ends the file with a checkpoint, moves it aside and opens a new one
+ * Ends the file with a checkpoint and goes on in a new one at the path,
  * whose first record names the old one; its prev is the old file's last
- * hash, so the chain runs on across files.
+ * hash, so the chain runs on across files.  The old file is moved aside
+ * first, unless someone moved it already (logrotate's mv, then SIGUSR1):
+ * then the path is only opened again.  When no new file can be opened,
+ * the trail goes on in the old one.
  */
 static int
 rotate_file(struct audit *a)
 {
 	char aside[4096], *buf = NULL, ts[40];
 	size_t len = 0, cap = 0;
-	const char *base;
+	const char *base = NULL;
+	struct stat sb;
 	json_t *fs;
-	int r;
+	struct mark m;
+	int r, nfd, moved;
 
+	mark_take(a, &m);
 	if ((r = append_checkpoint(a, &buf, &len, &cap)) != 0 ||
-	    (r = flush_out(a, buf, len, 0, 1)) != 0)
+	    (r = flush_out(a, buf, len, 0, 1)) != 0) {
+		a->broke_errno = errno;
+		mark_restore(a, &m);
 		goto out;
+	}
 	len = 0;
-	if (aside_name(a, "", aside, sizeof(aside)) != 0 ||
-	    rename(a->path, aside) != 0) {
-		/* Not fatal: the trail goes on in this file. */
-		log_warnx("audit", "cannot rotate %s: %s; it goes on", a->path,
-		    strerror(errno));
-		r = 0;
+	if (!(moved = !path_is_ours(a))) {
+		if (aside_name(a, "", aside, sizeof(aside)) != 0 ||
+		    rename(a->path, aside) != 0) {
+			/* Not fatal: the trail goes on in this file. */
+			log_warnx("audit", "cannot rotate %s: %s; it goes on",
+			    a->path, strerror(errno));
+			goto out;
+		}
+		base = strrchr(aside, '/') != NULL ? strrchr(aside, '/') + 1 :
+		    aside;
+	}
+	if ((nfd = open(a->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0640)) == -1 || fstat(nfd, &sb) != 0 || sb.st_size != 0) {
+		/* Not ours, or none: the trail goes on where it was. */
+		log_warnx("audit", "cannot start a new %s: %s; the trail goes "
+		    "on in the file it was in", a->path, nfd == -1 ?
+		    strerror(errno) : "another file, not empty, is there");
+		if (nfd != -1)
+			close(nfd);
 		goto out;
 	}
 	close(a->fd);
-	if ((r = open_file(a)) != 0)
-		goto out;
+	a->fd = nfd;
+	if (a->o.mode != AUDIT_FSYNC_NEVER)
+		sync_dir(a);
 	a->size = 0;
 	format_ts(ts, sizeof(ts));
-	base = strrchr(aside, '/');
-	fs = json_pack("{s:s, s:s, s:s}", "ts", ts, "type", "file_start",
-	    "previous_file", base != NULL ? base + 1 : aside);
+	fs = moved ? json_pack("{s:s, s:s, s:b}", "ts", ts, "type",
+	    "file_start", "reopened", 1) : json_pack("{s:s, s:s, s:s}", "ts",
+	    ts, "type", "file_start", "previous_file", base);
 	if (fs == NULL) {
 		r = SL_ERR_NOMEM;
 		goto out;
 	}
+	mark_take(a, &m);
 	r = append_record(a, fs, &buf, &len, &cap);
 	json_decref(fs);
-	if (r == 0)
-		r = flush_out(a, buf, len, 1, 1);
+	if (r == 0 && (r = flush_out(a, buf, len, 1, 1)) != 0) {
+		a->broke_errno = errno;
+		mark_restore(a, &m);
+	}
 	pthread_mutex_lock(&a->mtx);
 	a->rotations++;
 	pthread_mutex_unlock(&a->mtx);
-	log_info("audit", "rotated: %s, then %s", aside, a->path);
+	if (moved)
+		log_info("audit", "%s was moved away: a new one goes on", a->path);
+	else
+		log_info("audit", "rotated: %s, then %s", aside, a->path);
  out:
 	free(buf);
 	return r;
@@ -611,8 +691,10 @@ write_round(struct audit *a, struct slot *batch, size_t n, int rotate,
 {
 	size_t len = 0, i;
 	uint64_t last = 0, nrec = 0;
+	struct mark m;
 	int r = 0;
 
+	mark_take(a, &m);
 	for (i = 0; i < n; i++) {
 		if (batch[i].rec != NULL && r == 0 && (r = append_record(a,
 		    batch[i].rec, buf, &len, cap)) == 0)
@@ -633,8 +715,12 @@ write_round(struct audit *a, struct slot *batch, size_t n, int rotate,
 		nrec++;
 	if (r == 0)
 		r = flush_out(a, *buf, len, nrec, 0);
-	if (r != 0)
+	if (r != 0) {
+		a->broke_errno = errno;
+		mark_restore(a, &m);	/* none of the round counts */
+		atomic_fetch_add(&a->out_lost, n);
 		return r;
+	}
 	pthread_mutex_lock(&a->mtx);
 	a->written += nrec;
 	a->pub_seq = a->seq;
@@ -663,6 +749,97 @@ lost_record(uint64_t n)
 	return sl;
 }
 
+/* ms from now to t (monotonic); negative once t has passed. */
+static long
+ms_until(const struct timespec *t)
+{
+	return -ms_since(t);
+}
+
+static void
+retry_later(struct audit *a)
+{
+	clock_gettime(CLOCK_MONOTONIC, &a->retry_at);
+	a->retry_at.tv_sec += a->retry_ms / 1000;
+	a->retry_at.tv_nsec += (a->retry_ms % 1000) * 1000000;
+	if (a->retry_at.tv_nsec >= 1000000000) {
+		a->retry_at.tv_sec++;
+		a->retry_at.tv_nsec -= 1000000000;
+	}
+}
+
+/*
+ * A write or sync failed: from now on what needs a record is refused,
+ * and the writer tries again, less and less often, until the file takes
+ * records again (try_resume).
+ */
+static void
+broke(struct audit *a)
+{
+	log_errx("audit", "cannot write %s: %s; injected and forwarded "
+	    "requests are refused until it can be written again", a->path,
+	    strerror(a->broke_errno));
+	atomic_store(&a->broken, 1);
+	clock_gettime(CLOCK_MONOTONIC, &a->broke_at);
+	a->retry_ms = RETRY_FIRST_MS;
+	retry_later(a);
+	/* Requests held for their records are refused now. */
+	mark_durable(a, atomic_load(&a->durable), 1);
+}
+
+/*
+ * The first record after an outage says how long it lasted and what it
+ * cost; once it is on disk, records are taken again.  0, or -1 (and the
+ * next try is later).
+ */
+static int
+try_resume(struct audit *a, char **buf, size_t *cap)
+{
+	uint64_t refused = atomic_load(&a->out_refused);
+	uint64_t lost = atomic_load(&a->out_lost);
+	long ms = ms_since(&a->broke_at);
+	size_t len = 0;
+	struct mark m;
+	char ts[40];
+	json_t *rec;
+	int r = SL_ERR_IO;
+
+	mark_take(a, &m);
+	if (a->fd != -1 && ftruncate(a->fd, (off_t)a->size) == 0) {
+		format_ts(ts, sizeof(ts));
+		rec = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s}", "ts", ts,
+		    "type", "audit_resumed", "refused_ms", (json_int_t)ms,
+		    "refused", (json_int_t)refused, "lost", (json_int_t)lost,
+		    "error", strerror(a->broke_errno));
+		if (rec != NULL && (r = append_record(a, rec, buf, &len,
+		    cap)) == 0)
+			r = flush_out(a, *buf, len, 1, 1);
+		json_decref(rec);
+	}
+	if (r != 0) {
+		log_debug("audit", "still cannot write %s: %s", a->path,
+		    strerror(errno));
+		mark_restore(a, &m);
+		a->retry_ms = a->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS :
+		    a->retry_ms * 2;
+		retry_later(a);
+		return -1;
+	}
+	atomic_store(&a->out_refused, 0);
+	atomic_store(&a->out_lost, 0);
+	atomic_store(&a->broken, 0);
+	pthread_mutex_lock(&a->mtx);
+	a->written++;
+	a->pub_seq = a->seq;
+	memcpy(a->pub_head, a->prev, sizeof(a->pub_head));
+	pthread_mutex_unlock(&a->mtx);
+	log_warnx("audit", "%s takes records again, after %ld ms; %llu "
+	    "request(s) were refused and %llu other record(s) lost meanwhile",
+	    a->path, ms, (unsigned long long)refused,
+	    (unsigned long long)lost);
+	return 0;
+}
+
 static void *
 writer_main(void *arg)
 {
@@ -682,7 +859,7 @@ writer_main(void *arg)
 		while (a->n == 0 && !a->stop && !a->rotate) {
 			wait_for_work(a);
 			if (a->n == 0 && !a->stop && !a->rotate)
-				break;	/* a deadline: sync or checkpoint */
+				break;	/* a deadline: sync, checkpoint, retry */
 		}
 		for (n = 0; a->n > 0; n++) {
 			batch[n] = a->ring[a->head];
@@ -698,22 +875,21 @@ writer_main(void *arg)
 		pthread_mutex_unlock(&a->mtx);
 		if (lost > 0)		/* batch has one slot more than the ring */
 			batch[n++] = lost_record(lost);
-		if (!failed && write_round(a, batch, n, rotate, &buf, &cap) !=
-		    0) {
-			/*
-			 * XXX a full disk stops the trail for good: requests
-			 * that need their record are refused from now on.
-			 */
-			log_errx("audit", "cannot write %s: %s; no more records "
-			    "are written, and injected or forwarded requests are "
-			    "refused", a->path, strerror(errno));
-			atomic_store(&a->broken, 1);
-			failed = 1;
-			/* Requests held for their records are refused now. */
-			mark_durable(a, atomic_load(&a->durable), 1);
-		} else if (failed)
+		if (failed) {
+			/* What came before the writer knew is lost too. */
 			for (i = 0; i < n; i++)
 				slot_free(&batch[i]);
+			atomic_fetch_add(&a->out_lost, n);
+			if (rotate)
+				log_warnx("audit", "not rotated: %s cannot be "
+				    "written", a->path);
+			if (!stop && ms_until(&a->retry_at) <= 0 &&
+			    try_resume(a, &buf, &cap) == 0)
+				failed = 0;
+		} else if (write_round(a, batch, n, rotate, &buf, &cap) != 0) {
+			failed = 1;
+			broke(a);
+		}
 		pthread_mutex_lock(&a->mtx);
 		if (stop && a->n == 0)
 			break;
@@ -751,7 +927,11 @@ no_trail(struct audit *a, uint64_t *ticket)
 			*ticket = 0;	/* durable at once */
 		return 1;
 	}
-	return atomic_load(&a->broken) ? SL_ERR_IO : 0;
+	if (!atomic_load(&a->broken))
+		return 0;
+	/* Counted for the record that ends the outage. */
+	atomic_fetch_add(ticket != NULL ? &a->out_refused : &a->out_lost, 1);
+	return SL_ERR_IO;
 }
 
 /* Queues sl (its record taken over). */

@@ -69,8 +69,9 @@ int	audit_write(struct audit *a, const char *type, struct json_t *rec);
 
 /*
  * Queues a record an action must wait for; *ticket gets its ticket.
- * SL_ERR_IO when the writer has failed (a full disk): the action is
- * refused, never done unaudited.
+ * SL_ERR_IO while the writer cannot write (a full disk): the action is
+ * refused, never done unaudited, and counted for the "audit_resumed"
+ * record that ends the outage; the writer tries again by itself.
  * When the queue is full: with queue_full refuse, SL_ERR_TOO_BIG at once
  * (nothing queued: the caller refuses the action); with wait, it waits.
  * With no file configured the ticket is durable at once.
@@ -87,7 +88,10 @@ int	audit_submit_rec(struct audit *a, const char *type, struct arec *rec,
 	    uint64_t *ticket);
 /* The latest durable ticket (see above). */
 uint64_t audit_durable(struct audit *a);
-/* 1 once the writer has failed: no ticket becomes durable any more. */
+/*
+ * 1 while the writer cannot write: no ticket becomes durable until it
+ * can again (it retries, 100 ms at first, 2 s at most, apart).
+ */
 int	audit_failed(struct audit *a);
 /*
  * Activates ev whenever audit_durable() moves, until audit_notify_clear()
@@ -95,7 +99,10 @@ int	audit_failed(struct audit *a);
  */
 int	audit_notify(struct audit *a, struct event *ev);
 void	audit_notify_clear(struct audit *a);
-/* Asks the writer to rotate the file now (a checkpoint ends the old one). */
+/*
+ * Asks the writer to rotate the file now (a checkpoint ends the old one);
+ * when the file was moved away already, a new one is opened at the path.
+ */
 void	audit_rotate(struct audit *a);
 
 struct audit_stats {

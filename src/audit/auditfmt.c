@@ -766,6 +766,15 @@ account(struct audit_verifier *v, const json_t *rec, uint64_t seq,
 	memcpy(v->last, v->cur, sizeof(v->last));
 	v->last_line = v->line;
 	v->first_in_file = 0;
+	if (member_is(rec, "type", "audit_resumed")) {
+		st->outages++;
+		if (json_is_integer(s = json_object_get(rec, "refused_ms")) &&
+		    json_integer_value(s) > 0)
+			st->outage_ms += (uint64_t)json_integer_value(s);
+		if (json_is_integer(s = json_object_get(rec, "refused")) &&
+		    json_integer_value(s) > 0)
+			st->outage_refused += (uint64_t)json_integer_value(s);
+	}
 	if (!member_is(rec, "type", "checkpoint")) {
 		v->since_cp++;
 		return;

@@ -136,6 +136,8 @@ struct audit_verify_stats {
 	uint64_t	records, checkpoints, files;
 	uint64_t	first_seq, last_seq, last_checkpoint_seq;
 	uint64_t	unsigned_tail;	/* records after the last checkpoint */
+	/* audit_resumed records: the writer's outages, and what they cost. */
+	uint64_t	outages, outage_ms, outage_refused;
 	int		torn;		/* the last line was torn (OPEN only) */
 	size_t		torn_bytes;
 	/*

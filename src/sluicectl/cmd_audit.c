@@ -154,6 +154,14 @@ verify_text(const struct audit_verify_stats *st, const char *last_file)
 		    "yet)\n", (unsigned long long)st->unsigned_tail,
 		    plural(st->unsigned_tail, "record", "records"),
 		    (unsigned long long)st->last_seq);
+	if (st->outages > 0)
+		printf("note: the writer could not write for %llu ms in %llu "
+		    "%s; %llu %s refused meanwhile\n",
+		    (unsigned long long)st->outage_ms,
+		    (unsigned long long)st->outages,
+		    plural(st->outages, "interval", "intervals"),
+		    (unsigned long long)st->outage_refused,
+		    plural(st->outage_refused, "request", "requests"));
 	if (st->torn) {
 		printf("open: a torn last line (%zu bytes, no newline) in ",
 		    st->torn_bytes);
@@ -170,7 +178,8 @@ verify_json(const struct audit_verify_stats *st, const char *error)
 	int r;
 
 	o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?, s:s?,"
-	    " s:b, s:s?, s:I, s:b, s:I, s:s?}", "ok", error == NULL,
+	    " s:b, s:s?, s:I, s:b, s:I, s:I, s:I, s:I, s:s?}", "ok",
+	    error == NULL,
 	    "records", (json_int_t)st->records,
 	    "files", (json_int_t)st->files,
 	    "checkpoints", (json_int_t)st->checkpoints,
@@ -185,6 +194,9 @@ verify_json(const struct audit_verify_stats *st, const char *error)
 	    "first_prev", st->records ? st->first_prev : NULL,
 	    "unsigned_tail", (json_int_t)st->unsigned_tail,
 	    "torn", st->torn, "torn_bytes", (json_int_t)st->torn_bytes,
+	    "outages", (json_int_t)st->outages,
+	    "outage_ms", (json_int_t)st->outage_ms,
+	    "outage_refused", (json_int_t)st->outage_refused,
 	    "error", error);
 	if (o == NULL)
 		return SL_ERR_NOMEM;

@@ -32,6 +32,8 @@
 #             every request the upstream got has its record; the trail on
 #             a full disk while an injected request waits behind an answer
 #             owed: that answer goes out first and whole, then the 503
+#   full_disk_recovers  refused while the disk is full, taken again after
+#   rot_mv_signal  mv plus SIGUSR1: two files, one chain
 # Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
 
 # shellcheck source=tests/integ/check.sh
@@ -388,7 +390,33 @@ tail_cli() {
 	grep -q ' start ' <<<"$o" || { why="audit tail through the daemon: $(short "$o")"; return 1; }
 }
 
+# logrotate's recipe: mv, then SIGUSR1.  What comes between goes on
+# into the moved file, which ends with a checkpoint; a new file at the
+# path goes on from it; the two verify as one chain (issue 16).
+rot_mv_signal() {
+	local d=$WORK/t8 t=$WORK/t8/audit.jsonl
+	mkdir -p "$d"
+	config "$t" batch && start || return 1
+	out=$(load 20 2 m1)
+	mv "$t" "$t.1"
+	out=$(load 10 1 m2)
+	kill -USR1 "$SL_PID"
+	sleep 0.5
+	out=$(load 20 2 m3)
+	stop || return 1
+	[ -s "$t" ] || { why="no new file at the path after SIGUSR1: $(ls "$d" | tr '\n' ' ')"; return 1; }
+	jq -s -e '.[-1].type == "checkpoint"' "$t.1" >/dev/null ||
+	    { why="the moved file does not end with a checkpoint: $(tail -c 300 "$t.1")"; return 1; }
+	jq -s -e '.[0].type == "file_start" and .[0].reopened == true' "$t" >/dev/null ||
+	    { why="the new file does not start with file_start: $(head -c 300 "$t")"; return 1; }
+	verify "$t.1" "$t" || { why="verify: $out"; return 1; }
+	grep -q 'in 2 files' <<<"$out" || { why="verify: $out"; return 1; }
+	[ -z "$(unaudited <(cat "$t.1" "$t") m1)$(unaudited <(cat "$t.1" "$t") m2)$(unaudited <(cat "$t.1" "$t") m3)" ] ||
+	    { why="requests without records"; return 1; }
+}
+
 check rot_signal rot_signal
+check rot_mv_signal rot_mv_signal
 check rot_verify rot_verify
 check rot_other_chain rot_other_chain
 check rot_size rot_size
@@ -405,15 +433,18 @@ check tail_cli tail_cli
 # answer owed goes out whole and first, the injected request gets its 503
 # after it, never reaches the upstream, and the connection ends.  (Before:
 # the 503 went out at once in place of the first answer, blamed on it.)
-full_disk_pipelined() {
-	local mnt=$WORK/tiny t
-	mkdir -p "$mnt" && mount -t tmpfs -o size=128k tmpfs "$mnt" ||
+# tiny_start DIR SIZE: sluiced with its trail (fsync always) at
+# DIR/trail.jsonl, on a tmpfs of SIZE mounted there
+tiny_start() {
+	mkdir -p "$1" && mount -t tmpfs -o size="$2" tmpfs "$1" ||
 	    { why="cannot mount a tmpfs"; return 1; }
-	t=$mnt/trail.jsonl
-	if ! { config "$t" always && start; }; then
-		umount "$mnt"
-		return 1
-	fi
+	config "$1/trail.jsonl" always && start && return 0
+	umount "$1"
+	return 1
+}
+full_disk_pipelined() {
+	local mnt=$WORK/tiny t=$WORK/tiny/trail.jsonl
+	tiny_start "$mnt" 128k || return 1
 	# no room left, not even in the trail's last page
 	dd if=/dev/zero of="$mnt/fill" bs=4k >/dev/null 2>&1
 	head -c 65536 /dev/zero >>"$t" 2>/dev/null
@@ -435,6 +466,51 @@ full_disk_pipelined() {
 	    { why="the upstream got: $(upreqs allowed-tls | jq -c 'map(.path)')"; return 1; }
 }
 check full_disk_pipelined full_disk_pipelined
+
+# inj_status NAME: the status of one injected GET of /inj/NAME
+inj_status() {
+	HC_MAX=6 hc --resolve allowed.test:443:198.18.1.10 "https://allowed.test/inj/$1"
+	echo "$cst"
+}
+# The disk fills: injected requests are refused; once there is room
+# again they pass, with no restart, and the trail says how long it
+# refused and how many; it verifies whole (issue 16).
+full_disk_recovers() {
+	local mnt=$WORK/tiny2 t=$WORK/tiny2/trail.jsonl i st=000 got=""
+	tiny_start "$mnt" 256k || return 1
+	[ "$(inj_status d0)" = 200 ] || { why="before: $out"; world_stop "$SL_PID" TERM 80; SL_PID=""; umount "$mnt"; return 1; }
+	dd if=/dev/zero of="$mnt/fill" bs=4k >/dev/null 2>&1
+	# the slack of the trail's last page goes first, then one is refused
+	for i in $(seq 1 40); do
+		st=$(inj_status "d$i")
+		got="$got $st"
+		[ "$st" = 503 ] && break
+	done
+	if [ "$st" = 503 ]; then
+		st=$(inj_status d-refused)	# refused while there is no room
+		got="$got $st"
+		rm -f "$mnt/fill"
+		for i in $(seq 1 40); do
+			st=$(inj_status "back$i")
+			got="$got $st"
+			[ "$st" = 200 ] && break
+			sleep 0.2
+		done
+	fi
+	world_stop "$SL_PID" TERM 80
+	SL_PID=""
+	cp "$t" "$WORK/recovered.jsonl"
+	umount "$mnt"
+	grep -q ' 503 503' <<<"$got" && [ "$st" = 200 ] ||
+	    { why="want 200s, 503s while full, then 200 again: $got"; return 1; }
+	jq -s -e 'map(select(.type == "audit_resumed")) | length == 1 and
+	    .[0].refused >= 1 and .[0].refused_ms > 0' "$WORK/recovered.jsonl" >/dev/null ||
+	    { why="no audit_resumed record: $(jq -c -s 'map(select(.type == "audit_resumed"))' "$WORK/recovered.jsonl")"; return 1; }
+	verify "$WORK/recovered.jsonl" || { why="verify: $out"; return 1; }
+	grep -q 'could not write for [0-9]* ms in 1 interval; [1-9][0-9]* request' <<<"$out" ||
+	    { why="verify does not report the outage: $out"; return 1; }
+}
+check full_disk_recovers full_disk_recovers
 
 # ================================================================ crash
 
