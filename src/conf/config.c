@@ -15,6 +15,7 @@
 #include "conf/policy.h"
 
 #define DEFAULT_CONTROL		"/run/sluice/control.sock"
+#define DEFAULT_STATE_DIR	"/var/lib/sluice/state"
 #define DEFAULT_UPSTREAM_CA	"/etc/ssl/certs/ca-certificates.crt"
 #define MAX_DURATION_MS		(24u * 3600u * 1000u)
 
@@ -735,6 +736,7 @@ config_defaults(struct config *c, const char *file)
 {
 	if ((c->path = strdup(file)) == NULL ||
 	    (c->control = strdup(DEFAULT_CONTROL)) == NULL ||
+	    (c->state_dir = strdup(DEFAULT_STATE_DIR)) == NULL ||
 	    (c->upstream_ca = strdup(DEFAULT_UPSTREAM_CA)) == NULL)
 		return SL_ERR_NOMEM;
 	c->audit_fsync = AUDIT_FSYNC_BATCH;
@@ -762,7 +764,7 @@ config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 	static const char *const keys[] = { "listen", "resolvers", "policy_dir",
 	    "secret_dir", "gateway_key", "signing_key", "issuer", "upstream_ca",
 	    "audit", "workers", "user", "limits", "timeouts", "sandboxes",
-	    "control_group", "ca", "token_ttl", NULL };
+	    "control_group", "ca", "token_ttl", "state_dir", NULL };
 
 	if (root != NULL && root->kind != YNODE_MAP) {
 		ycheck_err(x, root->line, root->col,
@@ -775,6 +777,7 @@ config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 		get_endpoints(x, root, "resolvers", "resolvers", 1,
 		    &c->resolvers, &c->nresolvers);
 		get_string(x, root, "policy_dir", "policy_dir", &c->policy_dir);
+		get_string(x, root, "state_dir", "state_dir", &c->state_dir);
 		get_string(x, root, "secret_dir", "secret_dir", &c->secret_dir);
 		get_paths(x, root, "gateway_key", &c->gateway_keys,
 		    &c->ngateway_keys);
@@ -874,6 +877,7 @@ config_free(struct config *c)
 	free(c->metrics);
 	free(c->resolvers);
 	free(c->policy_dir);
+	free(c->state_dir);
 	free(c->secret_dir);
 	for (i = 0; i < c->ngateway_keys; i++)
 		free(c->gateway_keys[i]);

@@ -37,6 +37,7 @@ struct config {
 	struct endpoint	*metrics;	/* NULL when absent */
 	struct endpoint	*resolvers;	size_t nresolvers;
 	char		*policy_dir;
+	char		*state_dir;	/* sandboxes of the API: /var/lib/sluice/state */
 	char		*secret_dir;	/* NULL: secrets off */
 	char		**gateway_keys;	size_t ngateway_keys;	/* scalar or list */
 	char		*signing_key;	/* signing_keys[0]; NULL: signing off */

@@ -282,12 +282,17 @@ static void
 answer_status(struct daemon *d, struct ctl_resp *r)
 {
 	struct audit_stats as;
+	char started[32];
 
 	audit_get_stats(d->audit, &as);
-	ctl_reply_json(r, 200, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I,"
-	    " s:s?, s:{s:s?, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-	    " s:b}}",
+	ctl_fmt_time(d->started, started, sizeof(started));
+	ctl_reply_json(r, 200, json_pack("{s:s, s:I, s:s, s:b, s:I, s:I, s:I,"
+	    " s:I, s:I, s:I, s:s?, s:{s:s?, s:I, s:s, s:I, s:I, s:I, s:I,"
+	    " s:I, s:I, s:I, s:b}}",
 	    "version", PACKAGE_VERSION,
+	    "pid", (json_int_t)getpid(),
+	    "started", started,
+	    "state_dir", d->state_ok,
 	    "generation", (json_int_t)d->state->generation,
 	    "workers", (json_int_t)d->nworkers,
 	    "sandboxes", (json_int_t)d->state->nsandboxes,

@@ -14,7 +14,10 @@
 struct ctl;
 struct daemon;
 struct evbuffer;
+struct sandbox;
 struct state;
+
+#define SB_ID_MAX	46	/* a sandbox id names its CA: see ca.h */
 
 #define CTL_BODY_MAX	(4u << 20)	/* POLICY_MAX_BYTES */
 #define CTL_HEAD_MAX	(16u << 10)
@@ -60,8 +63,24 @@ int	ctl_policies(struct daemon *d, const struct ctl_req *q,
 int	ctl_secrets(struct daemon *d, const struct ctl_req *q,
 	    struct ctl_resp *r);
 
-/* Writes buf to path through a temporary file, fsync and a rename. */
+/*
+ * Writes buf to path through a temporary file, fsync, a rename and an
+ * fsync of the folder; the file gets mode (0644 for the first).
+ */
 int	ctl_write_atomic(const char *path, const char *buf, size_t len);
+int	ctl_write_atomic_mode(const char *path, const char *buf, size_t len,
+	    mode_t mode);
+
+struct ca;
+/*
+ * A registration read back from state_dir at start (sbstore.c): body as
+ * a POST /v1/sandboxes would carry it, ca its CA (taken; NULL: a new one
+ * is minted), created when it was first registered.  0, or -1 with why.
+ */
+int	ctl_sandbox_restore(struct daemon *d, json_t *body, struct ca **ca,
+	    time_t created, char *why, size_t why_len);
+/* A sandbox's sources as the API shows them: ["198.18.0.2/32", ...]. */
+json_t	*ctl_sources_json(const struct sandbox *sb);
 /* t as "YYYY-MM-DDTHH:MM:SSZ". */
 void	ctl_fmt_time(time_t t, char *buf, size_t len);
 

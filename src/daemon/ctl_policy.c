@@ -58,6 +58,13 @@ list_policies(struct daemon *d, struct ctl_resp *r)
 int
 ctl_write_atomic(const char *path, const char *buf, size_t len)
 {
+	return ctl_write_atomic_mode(path, buf, len, 0644);
+}
+
+int
+ctl_write_atomic_mode(const char *path, const char *buf, size_t len,
+    mode_t mode)
+{
 	char tmp[4096], *slash;
 	size_t off = 0;
 	ssize_t n;
@@ -70,7 +77,7 @@ ctl_write_atomic(const char *path, const char *buf, size_t len)
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)) < 0)
 		return -1;
 	while (off < len) {
 		if ((n = write(fd, buf + off, len - off)) < 0) {
@@ -89,6 +96,15 @@ ctl_write_atomic(const char *path, const char *buf, size_t len)
 	fd = -1;
 	if (rename(tmp, path) != 0)
 		goto fail;
+	/* The rename itself survives a crash once the folder is synced. */
+	if (slash != NULL && (size_t)(slash - path) < sizeof(tmp)) {
+		snprintf(tmp, sizeof(tmp), "%.*s", slash == path ? 1 :
+		    (int)(slash - path), path);
+		if ((fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+			fsync(fd);
+			close(fd);
+		}
+	}
 	return 0;
  fail:
 	saved = errno;

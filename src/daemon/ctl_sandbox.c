@@ -19,13 +19,15 @@
 #include "conf/config.h"
 #include "conf/policy.h"
 #include "keys/ca.h"
+#include "audit/audit.h"
 #include "loop/state.h"
 #include "dns/dnsmem.h"
 #include "daemon/ctl_int.h"
+#include "daemon/sbstore.h"
 #include "daemon/daemon.h"
 #include "daemon/publish.h"
 
-#define SB_ID_MAX	46	/* it names the CA: see ca.h */
+
 #define SB_TEXT_MAX	128	/* team, project */
 #define SB_SOURCES_MAX	64
 
@@ -133,8 +135,8 @@ ca_json(struct sb_counter *c, int with_pem)
 }
 
 /* Its sources in canonical form, with lengths. */
-static json_t *
-sources_json(const struct sandbox *sb)
+json_t *
+ctl_sources_json(const struct sandbox *sb)
 {
 	char a[ADDR_STRLEN], buf[ADDR_STRLEN + 8];
 	json_t *srcs;
@@ -164,7 +166,7 @@ sandbox_json(const struct sandbox *sb, int with_pem)
 	    "policy_inline", sb->inline_policy != NULL,
 	    "origin", sb->from_config ? "config" : "api", "created", ts,
 	    "connections", (json_int_t)atomic_load(&sb->counter->conns));
-	if (j == NULL || (srcs = sources_json(sb)) == NULL) {
+	if (j == NULL || (srcs = ctl_sources_json(sb)) == NULL) {
 		json_decref(j);
 		return NULL;
 	}
@@ -335,11 +337,15 @@ opt_text(const json_t *o, const char *key, int *bad)
 
 /* ---- the endpoints -------------------------------------------------- */
 
+/*
+ * Registers the sandbox o describes: made durable in state_dir before it
+ * is put in force.  cap: a restored sandbox's CA (taken; NULL: mint one)
+ * and its first registration time; uid < 0: restored at start.
+ */
 static void
-add_sandbox(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
+sandbox_register(struct daemon *d, json_t *o, struct ca **cap,
+    time_t created, long uid, struct ctl_resp *r)
 {
-	static const char *const keys[] = { "id", "team", "project", "sources",
-	    "policy", NULL };
 	struct errlist errs = ERRLIST_INIT;
 	struct sb_input in;
 	const struct sandbox *other, *sb;
@@ -347,13 +353,12 @@ add_sandbox(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 	struct sb_counter *cnt = NULL;
 	struct state *st = NULL;
 	struct ca *ca = NULL;
-	json_t *o, *v;
+	char why[256];
+	json_t *v;
 	int bad = 0, rc;
 	uint64_t gen;
 
 	memset(&in, 0, sizeof(in));
-	if ((o = ctl_body_object(q, r, keys)) == NULL)
-		return;
 	if ((in.id = json_string_value(json_object_get(o, "id"))) == NULL ||
 	    !ctl_sandbox_id_ok(in.id)) {
 		ctl_reply_error(r, 400, NULL, "'id' must be 1 to %d characters "
@@ -387,7 +392,10 @@ add_sandbox(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 	}
 	pol = in.inline_policy ? in.inline_policy :
 	    state_policy(d->state, in.policy_name);
-	if ((rc = sandbox_mint_ca(d->cfg, in.id, pol, &ca)) != 0) {
+	if (cap != NULL && *cap != NULL) {
+		ca = *cap;
+		*cap = NULL;
+	} else if ((rc = sandbox_mint_ca(d->cfg, in.id, pol, &ca)) != 0) {
 		if (rc == SL_ERR_IO)
 			ctl_reply_error(r, 500, NULL, "cannot lock memory for the "
 			    "sandbox's CA key (%s): raise RLIMIT_MEMLOCK "
@@ -405,7 +413,8 @@ add_sandbox(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 	ca = NULL;	/* the counter owns it */
 	{
 		struct sandbox_spec spec = { in.id, in.team, in.project, in.src,
-		    in.plen, in.nsrc, in.policy_name, in.inline_policy, 0 };
+		    in.plen, in.nsrc, in.policy_name, in.inline_policy, 0,
+		    created };
 
 		if (state_clone(d->state, d->generation + 1, &st) != 0 ||
 		    state_put_sandbox(st, &spec, cnt) != 0 ||
@@ -414,16 +423,25 @@ add_sandbox(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 			goto out;
 		}
 	}
+	/* Durable before it is in force (a restored one is already). */
+	if (uid >= 0 && sbstore_put(d, state_sandbox(st, in.id), v, why,
+	    sizeof(why)) != 0) {
+		ctl_reply_error(r, 500, NULL, "cannot keep the sandbox in "
+		    "state_dir: %s; it is not registered", why);
+		goto out;
+	}
 	gen = publish_state(d, st);
 	st = NULL;
 	sb = state_sandbox(d->state, in.id);
-	ctl_audit(d, "sandbox_add", q->uid, json_pack("{s:s, s:s*, s:s*, s:o?,"
-	    " s:s, s:I, s:I, s:o?}", "sandbox", sb->id, "team", sb->team,
-	    "project", sb->project, "sources", sources_json(sb),
-	    "policy", sb->policy->name,
+	v = json_pack("{s:s, s:s*, s:s*, s:o?, s:s, s:I, s:I, s:o?}",
+	    "sandbox", sb->id, "team", sb->team, "project", sb->project,
+	    "sources", ctl_sources_json(sb), "policy", sb->policy->name,
 	    "revision", (json_int_t)sb->policy->revision,
-	    "generation", (json_int_t)gen,
-	    "ca", ca_json(sb->counter, 0)));
+	    "generation", (json_int_t)gen, "ca", ca_json(sb->counter, 0));
+	if (uid >= 0)
+		ctl_audit(d, "sandbox_add", (uid_t)uid, v);
+	else
+		audit_write(d->audit, "sandbox_restore", v);	/* no caller */
 	ctl_reply_json(r, 201, sandbox_json(sb, 1));
 	r->wait_gen = gen;
  out:
@@ -432,7 +450,41 @@ add_sandbox(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 	state_unref(st);
 	policy_free(in.inline_policy);
 	errlist_free(&errs);
+}
+
+static void
+add_sandbox(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
+{
+	static const char *const keys[] = { "id", "team", "project", "sources",
+	    "policy", NULL };
+	json_t *o;
+
+	if ((o = ctl_body_object(q, r, keys)) == NULL)
+		return;
+	sandbox_register(d, o, NULL, 0, (long)q->uid, r);
 	json_decref(o);
+}
+
+int
+ctl_sandbox_restore(struct daemon *d, json_t *body, struct ca **ca,
+    time_t created, char *why, size_t why_len)
+{
+	struct ctl_resp r;
+	json_t *ans, *e;
+
+	memset(&r, 0, sizeof(r));
+	sandbox_register(d, body, ca, created, -1, &r);
+	if (r.status == 201) {
+		free(r.body);
+		return 0;
+	}
+	ans = r.body != NULL ? json_loadb(r.body, r.len, 0, NULL) : NULL;
+	e = json_object_get(ans, "error");
+	snprintf(why, why_len, "%s", json_is_string(e) ? json_string_value(e) :
+	    "refused");
+	json_decref(ans);
+	free(r.body);
+	return -1;
 }
 
 static void
@@ -444,7 +496,7 @@ set_policy(struct daemon *d, const char *id, const struct ctl_req *q,
 	const struct sandbox *old, *sb;
 	struct state *st = NULL;
 	struct sb_input in;
-	char oldname[128];
+	char oldname[128], why[256];
 	uint64_t oldrev, gen;
 	json_t *o, *v;
 
@@ -471,7 +523,7 @@ set_policy(struct daemon *d, const char *id, const struct ctl_req *q,
 	{
 		struct sandbox_spec spec = { old->id, old->team, old->project,
 		    old->sources, old->plens, old->nsources, in.policy_name,
-		    in.inline_policy, 0 };
+		    in.inline_policy, 0, 0 };
 
 		if (state_clone(d->state, d->generation + 1, &st) != 0 ||
 		    state_put_sandbox(st, &spec, NULL) != 0 ||
@@ -479,6 +531,11 @@ set_policy(struct daemon *d, const char *id, const struct ctl_req *q,
 			ctl_reply_error(r, 500, &errs, "cannot build the new state");
 			goto out;
 		}
+	}
+	if (sbstore_put(d, state_sandbox(st, id), v, why, sizeof(why)) != 0) {
+		ctl_reply_error(r, 500, NULL, "cannot keep the change in "
+		    "state_dir: %s; the policy in force stays", why);
+		goto out;
 	}
 	gen = publish_state(d, st);
 	st = NULL;
@@ -505,6 +562,7 @@ delete_sandbox(struct daemon *d, const char *id, const struct ctl_req *q,
 	const struct sandbox *old;
 	struct sb_counter *cnt;
 	struct state *st = NULL;
+	char why[256];
 	uint64_t gen;
 
 	if ((old = state_sandbox(d->state, id)) == NULL) {
@@ -514,6 +572,12 @@ delete_sandbox(struct daemon *d, const char *id, const struct ctl_req *q,
 	if (old->from_config) {
 		ctl_reply_error(r, 409, NULL, "sandbox '%s' is declared in %s; "
 		    "remove it there", id, d->cfg->path);
+		return;
+	}
+	/* Gone from state_dir first: a restart never brings it back. */
+	if (sbstore_remove(d, id, why, sizeof(why)) != 0) {
+		ctl_reply_error(r, 500, NULL, "cannot remove the sandbox from "
+		    "state_dir: %s; it stays", why);
 		return;
 	}
 	cnt = sb_counter_ref(old->counter);

@@ -31,6 +31,7 @@
 #include "daemon/ctl.h"
 #include "daemon/daemon.h"
 #include "daemon/publish.h"
+#include "daemon/sbstore.h"
 #include "daemon/worker.h"
 
 /* What the DNS filter remembers per sandbox, and for how long past the TTL. */
@@ -359,6 +360,9 @@ daemon_run(struct config *cfg)
 	}
 	if ((d.dnsmem = dnsmem_new(DNSMEM_ENTRIES, DNSMEM_GRACE_S)) == NULL)
 		goto out;
+	/* The API's sandboxes, CAs and all, before any listener accepts. */
+	sbstore_open(&d);
+	sbstore_restore(&d);
 	d.nworkers = worker_count(cfg);
 	if ((d.workers = calloc(d.nworkers, sizeof(*d.workers))) == NULL)
 		goto out;

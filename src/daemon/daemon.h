@@ -43,6 +43,7 @@ struct daemon {
 	struct secret_store	*secrets;	/* NULL: secrets are off */
 	struct signkey		*signkey;	/* NULL: no signing_key */
 	int			 inotify;	/* watches secret_dir, or -1 */
+	int			 state_ok;	/* state_dir keeps registrations */
 	struct event		*inotify_ev, *rescan_ev;
 };
 

@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
@@ -296,6 +298,85 @@ ca_new(const char *sandbox_id, const char *const *names, size_t nnames,
 	X509_NAME_free(subj);
 	X509_free(x);
 	EVP_PKEY_free(pkey);
+	ca_free(ca);
+	return r;
+}
+
+/* Keeps der[0..len) as ca's key: guarded, locked, noaccess at rest. */
+static int
+keep_key(struct ca *ca, const unsigned char *der, size_t len)
+{
+	if ((ca->key_der = sodium_malloc(len)) == NULL)
+		return SL_ERR_NOMEM;
+	if (mlock(ca->key_der, len) != 0)
+		return SL_ERR_IO;	/* never in swappable memory */
+	memcpy(ca->key_der, der, len);
+	ca->key_len = len;
+	return sodium_mprotect_noaccess(ca->key_der) == 0 ? 0 :
+	    SL_ERR_INTERNAL;
+}
+
+int
+ca_key_export(struct ca *ca, char **out, size_t *len)
+{
+	size_t cap = sodium_base64_ENCODED_LEN(ca->key_len,
+	    sodium_base64_VARIANT_ORIGINAL);
+	char *b;
+
+	if ((b = sodium_malloc(cap)) == NULL)
+		return SL_ERR_NOMEM;
+	if (sodium_mprotect_readonly(ca->key_der) != 0) {
+		sodium_free(b);
+		return SL_ERR_INTERNAL;
+	}
+	sodium_bin2base64(b, cap, ca->key_der, ca->key_len,
+	    sodium_base64_VARIANT_ORIGINAL);
+	sodium_mprotect_noaccess(ca->key_der);
+	*out = b;
+	*len = strlen(b);
+	return 0;
+}
+
+int
+ca_load(const char *cert_pem, size_t cert_len, const char *key_b64,
+    size_t key_len, struct ca **out)
+{
+	struct ca *ca = NULL;
+	unsigned char *der = NULL;
+	const unsigned char *p;
+	EVP_PKEY *pkey = NULL;
+	size_t dlen = 0;
+	BIO *bio = NULL;
+	int r = SL_ERR_INVALID;
+
+	if (cert_len > INT_MAX || key_len > 4096)
+		return SL_ERR_INVALID;
+	if ((ca = calloc(1, sizeof(*ca))) == NULL ||
+	    (der = sodium_malloc(key_len)) == NULL) {
+		r = SL_ERR_NOMEM;
+		goto out;
+	}
+	if ((bio = BIO_new_mem_buf(cert_pem, (int)cert_len)) == NULL ||
+	    (ca->cert = PEM_read_bio_X509(bio, NULL, NULL, NULL)) == NULL)
+		goto out;
+	if (sodium_base642bin(der, key_len, key_b64, key_len, NULL, &dlen,
+	    NULL, sodium_base64_VARIANT_ORIGINAL) != 0 || dlen == 0)
+		goto out;
+	p = der;
+	if ((pkey = d2i_AutoPrivateKey(NULL, &p, (long)dlen)) == NULL ||
+	    p != der + dlen || X509_check_private_key(ca->cert, pkey) != 1)
+		goto out;
+	if ((r = keep_key(ca, der, dlen)) != 0)
+		goto out;
+	*out = ca;
+	ca = NULL;
+	r = 0;
+ out:
+	ERR_clear_error();
+	BIO_free(bio);
+	EVP_PKEY_free(pkey);
+	if (der != NULL)
+		sodium_free(der);	/* wipes */
 	ca_free(ca);
 	return r;
 }

@@ -30,6 +30,20 @@ int	ca_new(const char *sandbox_id, const char *const *names, size_t nnames,
 	    unsigned validity_s, struct ca **out);
 void	ca_free(struct ca *ca);		/* wipes the key; accepts NULL */
 
+/*
+ * The CA's private key (DER) in base64, into sodium_malloc'd, locked
+ * memory: *out (NUL-terminated, *len without it) is the caller's, to
+ * sodium_free (which wipes it).  For sealing it away (state_dir).
+ */
+int	ca_key_export(struct ca *ca, char **out, size_t *len);
+/*
+ * A CA again from its certificate (PEM) and its key as ca_key_export
+ * gave it: the key must be the certificate's (else SL_ERR_INVALID).  The
+ * key is kept as ca_new keeps it.
+ */
+int	ca_load(const char *cert_pem, size_t cert_len, const char *key_b64,
+	    size_t key_len, struct ca **out);
+
 /* The CA certificate (owned by ca; do not free). */
 X509	*ca_cert(const struct ca *ca);
 /* The CA certificate as PEM, malloc'd, NUL-terminated; *len without NUL. */

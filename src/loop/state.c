@@ -240,7 +240,7 @@ sandbox_copy(struct sandbox *dst, const struct sandbox *src)
 	struct sandbox_spec spec = {
 		src->id, src->team, src->project, src->sources, src->plens,
 		src->nsources, src->policy_name, src->inline_policy,
-		src->from_config,
+		src->from_config, src->created,
 	};
 
 	if (sandbox_fill(dst, &spec) != 0)
@@ -292,7 +292,7 @@ state_put_sandbox(struct state *st, const struct sandbox_spec *spec,
 		st->sandboxes[at] = sb;
 		return 0;
 	}
-	sb.created = time(NULL);
+	sb.created = spec->created != 0 ? spec->created : time(NULL);
 	sb.counter = counter != NULL ? sb_counter_ref(counter) : sb_counter_new();
 	n = realloc(st->sandboxes, (st->nsandboxes + 1) * sizeof(*n));
 	if (n != NULL)
@@ -352,7 +352,7 @@ collect_sandboxes(struct state *st, const struct config *cfg,
 		const struct config_sandbox *cs = &cfg->sandboxes[i];
 		struct sandbox_spec spec = {
 			cs->id, cs->team, cs->project, cs->sources, cs->plens,
-			cs->nsources, cs->policy, NULL, 1,
+			cs->nsources, cs->policy, NULL, 1, 0,
 		};
 
 		if ((c = carried_counter(prev, cs->id)) == NULL)

@@ -111,6 +111,7 @@ struct sandbox_spec {
 	const char	*policy_name;	/* or */
 	struct policy	*inline_policy;	/* borrowed: the edit takes its own ref */
 	int		 from_config;
+	time_t		 created;	/* a new sandbox's; 0: now */
 };
 /*
  * Adds a sandbox, or replaces the one with that id (keeping its counter,

@@ -320,6 +320,7 @@ listen:
 control_group: $CTL_GROUP
 resolvers: ["198.18.1.2:53"]
 policy_dir: $POLDIR
+state_dir: $WORK/state
 upstream_ca: $CA
 audit: {path: $AUDIT, fsync: always}
 workers: 2
@@ -353,7 +354,9 @@ api_status() {
 	api GET /v1/status
 	want 200 '.version | test("^[0-9]+\\.[0-9]+")' '.workers == 2' \
 	    '.sandboxes == 1' '.policies == 4' '.generation >= 1' \
-	    '.connections == 0' '.uptime_s >= 0'
+	    '.connections == 0' '.uptime_s >= 0' ".pid == $SL_PID" \
+	    '.started | test("^20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$")' \
+	    '.state_dir == true'
 }
 
 api_add() {

@@ -390,6 +390,7 @@ listen:
   control: $SOCK
 resolvers: ["198.18.1.2:53"]
 policy_dir: $POLDIR
+state_dir: $WORK/state
 upstream_ca: $CA
 secret_dir: $WORK/secrets
 gateway_key: $WORK/keys/gateway.key
@@ -1373,5 +1374,82 @@ check tls_11_only tls_11_only
 
 check daemon_same daemon_same
 check daemon_ends daemon_ends
+
+# ================================================================ state
+# Registrations through the API outlive the process (issue 16): after a
+# restart, with no registration again, box has the same CA (the sandbox
+# trusts it still), the same policy, the same requests pass, are injected
+# and are refused; box2's inline policy is back.  A state file that does
+# not parse leaves its sandbox out (under default) and the others
+# restored; a deleted sandbox stays deleted, its file gone.
+
+BOX2='{"id":"box2","sources":["198.18.20.7"],"policy":{"egress":{"default":"deny","allow":[{"domain":"other.test"}]}}}'
+# restart: SIGTERM, then the same configuration again
+restart() {
+	world_stop "$SL_PID" TERM 80
+	[ "$WORLD_STOP_STATUS" = 0 ] || { why="exit status $WORLD_STOP_STATUS after SIGTERM"; return 1; }
+	daemon_start
+}
+state_restored() {
+	local fp
+	world_spawn "$NS_GW" "$WORK/sluiced.log" "$SLUICED" -c "$WORK/sluiced.yaml"
+	SL_PID=$SPAWNED
+	world_wait_listen "$NS_GW" 15001 100 && world_wait_file "$SOCK" 50 ||
+	    { why="sluiced did not start again"; return 1; }
+	api GET /v1/sandboxes/box
+	[ "$st" = 200 ] || { why="box before: $st"; return 1; }
+	fp=$(jq -r .ca.fingerprint_sha256 <<<"$out")
+	api POST /v1/sandboxes "$BOX2"
+	[ "$st" = 201 ] || { why="box2: $st $(short "$out")"; return 1; }
+	[ -f "$WORK/state/box.json" ] && [ -f "$WORK/state/box2.json" ] ||
+	    { why="state_dir: $(ls "$WORK/state" | tr '\n' ' ')"; return 1; }
+	! grep -q 'PRIVATE KEY' "$WORK/state/box.json" || { why="a CA key in the clear"; return 1; }
+	restart || return 1
+	api GET /v1/sandboxes/box
+	[ "$st" = 200 ] && [ "$(jq -r .ca.fingerprint_sha256 <<<"$out")" = "$fp" ] &&
+	    [ "$(jq -r .policy <<<"$out")" = icpt ] ||
+	    { why="box after the restart: $st $(short "$out") (CA was $fp)"; return 1; }
+	api GET /v1/sandboxes/box2
+	[ "$st" = 200 ] && jq -e '.policy_inline == true and .sources == ["198.18.20.7/32"]' <<<"$out" >/dev/null ||
+	    { why="box2 after the restart: $st $(short "$out")"; return 1; }
+	snap
+	hc https://allowed.test/pub/after-restart
+	hello_ok allowed-tls || { why="after the restart: $why"; return 1; }
+	hc https://allowed.test/inject
+	hello_ok allowed-tls || { why="inject after the restart: $why"; return 1; }
+	upwant allowed-tls 'length == 2' \
+	    "[.[1].headers[] | select(.[0] | ascii_downcase == \"authorization\") | .[1]] == [\"Bearer $CANARY_TOK\"]" || return 1
+	hc https://allowed.test/forward
+	denied intercept:forward-broker forwarding-off
+}
+state_corrupt() {
+	world_stop "$SL_PID" TERM 80
+	printf '{"version": 1, "id": "box2", "sources": [' >"$WORK/state/box2.json"
+	daemon_start || return 1
+	api GET /v1/sandboxes/box2
+	[ "$st" = 404 ] || { why="box2 from a broken file: $st $(short "$out")"; return 1; }
+	api GET /v1/sandboxes/box
+	[ "$st" = 200 ] || { why="box beside a broken file: $st"; return 1; }
+	grep -q 'box2.json: not a registration of sandbox box2' "$WORK/sluiced.log" ||
+	    { why="the broken file is not reported: $(grep state "$WORK/sluiced.log" | tail -2)"; return 1; }
+	hc https://allowed.test/pub/beside-broken
+	hello_ok allowed-tls
+}
+state_deleted() {
+	rm -f "$WORK/state/box2.json"
+	api DELETE /v1/sandboxes/box
+	[ "$st" = 200 ] || { why="delete: $st"; return 1; }
+	[ ! -e "$WORK/state/box.json" ] || { why="box.json is still there"; return 1; }
+	restart || return 1
+	api GET /v1/sandboxes/box
+	[ "$st" = 404 ] || { why="box after delete and restart: $st $(short "$out")"; return 1; }
+	world_stop "$SL_PID" TERM 80
+	[ "$WORLD_STOP_STATUS" = 0 ] || { why="exit status $WORLD_STOP_STATUS"; return 1; }
+	[ -z "$(sanitizer)" ] || { why="sanitizer: $(sanitizer)"; return 1; }
+}
+
+check state_restored state_restored
+check state_corrupt state_corrupt
+check state_deleted state_deleted
 
 check_done

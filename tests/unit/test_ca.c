@@ -195,6 +195,58 @@ test_ca_pem_roundtrip(void **state)
 	ca_free(ca);
 }
 
+/* A CA taken away (cert, exported key) and loaded again signs the same. */
+static void
+test_ca_export_load(void **state)
+{
+	struct ca *ca, *back = NULL, *other;
+	char *pem, *pem2, *key, *key2;
+	size_t len, klen, klen2;
+	EVP_PKEY *lk;
+	X509 *leaf;
+
+	(void)state;
+	ca = new_ca("sb-keep", NULL, 0, DAY);
+	other = new_ca("sb-other", NULL, 0, DAY);
+	assert_non_null(pem = ca_cert_pem(ca, &len));
+	assert_int_equal(ca_key_export(ca, &key, &klen), 0);
+	assert_int_equal(strlen(key), klen);
+	assert_null(strchr(key, '\n'));
+	assert_int_equal(ca_load(pem, len, key, klen, &back), 0);
+	assert_int_equal(X509_cmp(ca_cert(back), ca_cert(ca)), 0);
+	/* What the loaded one mints verifies against the original's cert. */
+	assert_int_equal(ca_new_leaf_key(&lk), 0);
+	leaf = mint(back, "api.example.com", lk, DAY);
+	assert_int_equal(verify(ca_cert(ca), leaf, "api.example.com"), X509_V_OK);
+	X509_free(leaf);
+	/* Its export is the same key. */
+	assert_int_equal(ca_key_export(back, &key2, &klen2), 0);
+	assert_int_equal(klen2, klen);
+	assert_memory_equal(key2, key, klen);
+	sodium_free(key2);
+	ca_free(back);
+	/* Another CA's key, a cut key, garbage: refused. */
+	assert_int_equal(ca_key_export(other, &key2, &klen2), 0);
+	back = NULL;
+	assert_int_equal(ca_load(pem, len, key2, klen2, &back), SL_ERR_INVALID);
+	assert_null(back);
+	assert_int_equal(ca_load(pem, len, key, klen / 2, &back),
+	    SL_ERR_INVALID);
+	assert_int_equal(ca_load(pem, len, "not base64!", 11, &back),
+	    SL_ERR_INVALID);
+	assert_non_null(pem2 = ca_cert_pem(other, &len));
+	assert_int_equal(ca_load(pem2, len / 2, key2, klen2, &back),
+	    SL_ERR_INVALID);
+	assert_null(back);
+	free(pem2);
+	sodium_free(key2);
+	sodium_free(key);
+	free(pem);
+	EVP_PKEY_free(lk);
+	ca_free(other);
+	ca_free(ca);
+}
+
 static void
 test_leaf(void **state)
 {
@@ -475,6 +527,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ca_cert),
 		cmocka_unit_test(test_ca_pem_roundtrip),
+		cmocka_unit_test(test_ca_export_load),
 		cmocka_unit_test(test_leaf),
 		cmocka_unit_test(test_leaf_clamped),
 		cmocka_unit_test(test_name_constraints),

@@ -142,6 +142,7 @@ test_full_file(void **state)
 	expect_ep(&c->resolvers[3], "2620:fe::9", 53);
 
 	assert_string_equal(c->policy_dir, "/etc/sluice/policy.d");
+	assert_string_equal(c->state_dir, "/var/lib/sluice-test/state");
 	assert_string_equal(c->secret_dir, "/var/lib/sluice/secrets");
 	assert_int_equal(c->ngateway_keys, 2);
 	assert_string_equal(c->gateway_keys[0], "/etc/sluice/gateway.key");
@@ -207,6 +208,7 @@ test_defaults(void **state)
 	assert_int_equal(c->ndns, 0);
 	assert_null(c->metrics);
 	assert_string_equal(c->control, "/run/sluice/control.sock");
+	assert_string_equal(c->state_dir, "/var/lib/sluice/state");
 	assert_int_equal(c->nresolvers, 1);
 	expect_ep(&c->resolvers[0], "127.0.0.53", 53);	/* bare: port 53 */
 	assert_null(c->secret_dir);
