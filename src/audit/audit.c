@@ -74,6 +74,8 @@ struct audit {
 	atomic_int	 broken;	/* the writer failed: nothing is written */
 	atomic_ullong	 out_refused;	/* while broken: requests refused */
 	atomic_ullong	 out_lost;	/* while broken: other records lost */
+	atomic_ullong	 errors;	/* outages so far */
+	atomic_llong	 synced_at;	/* wall time of the last sync */
 
 	/* The writer's own: the chain and the file. */
 	uint64_t	 seq;
@@ -544,6 +546,7 @@ flush_out(struct audit *a, const char *buf, size_t len, uint64_t nrec,
 			return SL_ERR_IO;
 		a->unsynced = 0;
 		clock_gettime(CLOCK_MONOTONIC, &a->last_sync);
+		atomic_store(&a->synced_at, (long long)time(NULL));
 	}
 	return 0;
 }
@@ -780,6 +783,7 @@ broke(struct audit *a)
 	    "requests are refused until it can be written again", a->path,
 	    strerror(a->broke_errno));
 	atomic_store(&a->broken, 1);
+	atomic_fetch_add(&a->errors, 1);
 	clock_gettime(CLOCK_MONOTONIC, &a->broke_at);
 	a->retry_ms = RETRY_FIRST_MS;
 	retry_later(a);
@@ -1099,6 +1103,8 @@ audit_get_stats(struct audit *a, struct audit_stats *st)
 	st->refused = a->refused;
 	st->dropped = a->dropped;
 	st->broken = atomic_load(&a->broken);
+	st->errors = atomic_load(&a->errors);
+	st->last_sync = atomic_load(&a->synced_at);
 	st->last_checkpoint_seq = a->cp_seq;
 	st->seq = a->pub_seq;
 	memcpy(st->head, a->pub_head, sizeof(st->head));

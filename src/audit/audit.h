@@ -112,7 +112,9 @@ struct audit_stats {
 	uint64_t	 written, checkpoints, rotations, refused, dropped;
 	uint64_t	 last_checkpoint_seq;
 	char		 head[65];	/* the chain head: hash of seq */
-	int		 broken;	/* the writer failed (a full disk) */
+	int		 broken;	/* the writer cannot write now (a full disk) */
+	uint64_t	 errors;	/* outages: writes or syncs that failed */
+	int64_t		 last_sync;	/* wall time of the last sync, or 0 */
 };
 void	audit_get_stats(struct audit *a, struct audit_stats *st);
 

@@ -640,12 +640,14 @@ conn_deny(struct conn *c, const char *reason, const char *rule)
 		 * follows its last byte (relay.c, deny_flush).
 		 */
 		conn_set_state(c, CS_DENY);
-		resp = deny_http(status, status == 403 ? "denied" : "refused",
-		    rule, reason, c->detail != NULL ? c->detail :
-		    status == 403 ?
+		struct deny_what dw = { status, status == 403 ? "denied" :
+		    "refused", c->name, c->policy_name, rule, reason,
+		    c->detail != NULL ? c->detail : status == 403 ?
 		    "sluice: this request is not allowed by the sandbox's egress "
 		    "policy; other routes to it are blocked too" :
-		    "sluice: the request could not be forwarded", &len);
+		    "sluice: the request could not be forwarded" };
+
+		resp = deny_http(&dw, 0, &len);
 		if (resp == NULL || half_send_owned(&c->down, resp, len) != 0) {
 			conn_close(c, reason);
 			return;

@@ -8,16 +8,27 @@
 #define DENY_TLS_ALERT_LEN 7
 extern const unsigned char deny_tls_alert[DENY_TLS_ALERT_LEN];
 
+/* What a refusal says: each member may be NULL but error. */
+struct deny_what {
+	int		 status;
+	const char	*error;		/* "denied", "refused", ... */
+	const char	*host;		/* the host the request named */
+	const char	*policy;	/* the sandbox's policy */
+	const char	*rule;		/* the rule that decided, if any */
+	const char	*reason;	/* the audit reason, a token */
+	const char	*message;	/* for people */
+};
+
 /*
- * Formats a complete HTTP/1.1 response with "Connection: close" and a JSON
- * body {"error", "rule", "reason", "message"}; rule may be NULL.  Returns a
- * malloc'd buffer and its length in *len, or NULL.
+ * Formats a complete HTTP/1.1 response for d: a JSON body {"error",
+ * "host", "policy", "rule", "reason", "message"} an agent can act on
+ * (null for what d leaves out, host also when it is empty),
+ * "Proxy-Status" (RFC 9209) with the error type and the reason, and
+ * "Connection: close" unless keep_alive.  Returns a malloc'd buffer and
+ * its length in *len, or NULL.
  */
-char	*deny_http(int status, const char *error, const char *rule,
-	    const char *reason, const char *message, size_t *len);
-/* The same, without "Connection: close" when keep_alive is set. */
-char	*deny_http_keep(int status, const char *error, const char *rule,
-	    const char *reason, const char *message, int keep_alive,
-	    size_t *len);
+char	*deny_http(const struct deny_what *d, int keep_alive, size_t *len);
+/* The RFC 9209 proxy error type for d's status and reason. */
+const char *deny_proxy_error(int status, const char *reason);
 
 #endif

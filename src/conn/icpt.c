@@ -464,8 +464,13 @@ icpt_refuse_req(struct icpt *ic, struct icpt_req *r, int status,
 		    "the sandbox's egress policy" : status == 421 ?
 		    "sluice: the request names another host than the TLS "
 		    "connection" : "sluice: the request was refused";
-	resp = deny_http_keep(status, error, r->rule[0] ? r->rule : NULL,
-	    reason, msg, !close, &len);
+	{
+		struct deny_what dw = { status, error, ic->c->name,
+		    ic->c->policy_name, r->rule[0] ? r->rule : NULL, reason,
+		    msg };
+
+		resp = deny_http(&dw, !close, &len);
+	}
 	r->status = status;
 	r->action = action;
 	r->reason = reason;

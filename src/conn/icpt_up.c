@@ -197,8 +197,13 @@ icpt_up_failed(struct icpt *ic, int status, const char *reason,
 	}
 	snprintf(msg, sizeof(msg), "sluice: the upstream could not be reached "
 	    "safely%s%s", detail ? ": " : "", detail ? detail : "");
-	resp = deny_http(status, status == 504 ? "upstream-timeout" :
-	    "bad-gateway", rule, reason, msg, &len);
+	{
+		struct deny_what dw = { status, status == 504 ?
+		    "upstream-timeout" : "bad-gateway", ic->c->name,
+		    ic->c->policy_name, rule, reason, msg };
+
+		resp = deny_http(&dw, 0, &len);
+	}
 	if (resp != NULL) {
 		icpt_send_down(ic, resp, len);
 		free(resp);

@@ -16,6 +16,7 @@
 #include "util/metrics.h"
 #include "conf/policy.h"
 #include "keys/secrets.h"
+#include "audit/audit.h"
 #include "loop/state.h"
 #include "daemon/ctl_int.h"
 #include "daemon/daemon.h"
@@ -223,6 +224,49 @@ render_control(const struct ctl *ctl, struct evbuffer *out)
 			    "{status=\"%d\"} %llu\n", s, n);
 }
 
+/* What an operator alerts on: the process, reloads, the audit writer. */
+static void
+render_daemon(struct daemon *d, struct evbuffer *out)
+{
+	struct audit_stats as;
+
+	gauge(out, "uptime_seconds", "seconds since start",
+	    (unsigned long long)(time(NULL) - d->started));
+	evbuffer_add_printf(out, "# HELP sluice_build_info the running build\n"
+	    "# TYPE sluice_build_info gauge\nsluice_build_info{version=\"%s\"}"
+	    " 1\n", PACKAGE_VERSION);
+	evbuffer_add_printf(out, "# HELP process_start_time_seconds start "
+	    "time of the process since the epoch\n# TYPE "
+	    "process_start_time_seconds gauge\nprocess_start_time_seconds "
+	    "%lld\n", (long long)d->started);
+	evbuffer_add_printf(out, "# HELP sluice_reloads_total policy reloads "
+	    "(SIGHUP, /v1/reload) by result\n# TYPE sluice_reloads_total "
+	    "counter\nsluice_reloads_total{result=\"ok\"} %llu\n"
+	    "sluice_reloads_total{result=\"failed\"} %llu\n", d->reloads_ok,
+	    d->reloads_failed);
+	audit_get_stats(d->audit, &as);
+	gauge(out, "audit_queue_depth", "audit records queued for the writer",
+	    as.queued);
+	evbuffer_add_printf(out, "# HELP sluice_audit_records_total audit "
+	    "records written\n# TYPE sluice_audit_records_total counter\n"
+	    "sluice_audit_records_total %llu\n", (unsigned long long)as.written);
+	evbuffer_add_printf(out, "# HELP sluice_audit_errors_total writes or "
+	    "syncs of the audit file that failed (each an outage)\n# TYPE "
+	    "sluice_audit_errors_total counter\nsluice_audit_errors_total "
+	    "%llu\n", (unsigned long long)as.errors);
+	gauge(out, "audit_failing", "1 while the audit file cannot be written "
+	    "and what needs a record is refused", (unsigned long long)as.broken);
+	evbuffer_add_printf(out, "# HELP sluice_audit_refused_total records "
+	    "refused or dropped for a full queue, by kind\n# TYPE "
+	    "sluice_audit_refused_total counter\n"
+	    "sluice_audit_refused_total{kind=\"refused\"} %llu\n"
+	    "sluice_audit_refused_total{kind=\"dropped\"} %llu\n",
+	    (unsigned long long)as.refused, (unsigned long long)as.dropped);
+	gauge(out, "audit_last_sync_timestamp_seconds", "when the audit file "
+	    "was last synced to disk (0: not yet)",
+	    (unsigned long long)(as.last_sync > 0 ? as.last_sync : 0));
+}
+
 int
 ctl_metrics_render(struct daemon *d, struct evbuffer *out)
 {
@@ -262,7 +306,6 @@ ctl_metrics_render(struct daemon *d, struct evbuffer *out)
 	gauge(out, "sandboxes", "registered sandboxes", st->nsandboxes);
 	render_sandboxes(st, out);
 	render_control(d->ctl, out);
-	gauge(out, "uptime_seconds", "seconds since start",
-	    (unsigned long long)(time(NULL) - d->started));
+	render_daemon(d, out);
 	return 0;
 }

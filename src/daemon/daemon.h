@@ -44,6 +44,7 @@ struct daemon {
 	struct signkey		*signkey;	/* NULL: no signing_key */
 	int			 inotify;	/* watches secret_dir, or -1 */
 	int			 state_ok;	/* state_dir keeps registrations */
+	unsigned long long	 reloads_ok, reloads_failed;	/* SIGHUP, /v1/reload */
 	struct event		*inotify_ev, *rescan_ev;
 };
 

@@ -51,6 +51,7 @@ publish_reload(struct daemon *d, struct errlist *errs,
 		log_errx("reload", "policies not reloaded: %zu error(s); the "
 		    "policies in force stay", e->n);
 		errlist_free(&mine);
+		d->reloads_failed++;
 		return SL_ERR_INVALID;
 	}
 	if (d->secrets != NULL && daemon_secrets_load(d, "reload", &set,
@@ -67,6 +68,7 @@ publish_reload(struct daemon *d, struct errlist *errs,
 		log_errx("reload", "%s", se->msgs[i]);
 	errlist_free(&smine);
 	publish_state(d, st);
+	d->reloads_ok++;
 	log_info("reload", "policies reloaded: %zu policies, generation %llu",
 	    st->npolicies, (unsigned long long)st->generation);
 	return 0;

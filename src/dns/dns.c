@@ -225,6 +225,27 @@ reply_rcode(struct loop *l, int ufd, const struct sockaddr_storage *from,
 		reply(l, ufd, from, fromlen, tc, out, len);
 }
 
+/*
+ * A name the policy does not allow: NXDOMAIN, and for a client that
+ * speaks EDNS an Extended DNS Error saying it was blocked and by what, so
+ * an agent does not take it for a broken network.
+ */
+static void
+reply_denied(struct loop *l, int ufd, const struct sockaddr_storage *from,
+    socklen_t fromlen, struct dnstcp *tc, const struct dns_query *q,
+    const struct policy *pol)
+{
+	uint8_t out[DNS_HDR_LEN + NAME_BUFSZ + 48 + DNS_EDE_TEXT_MAX];
+	char text[DNS_EDE_TEXT_MAX + 1];
+	size_t len;
+
+	snprintf(text, sizeof(text), "sluice: not allowed by the egress policy "
+	    "%s (not-allowed)", pol->name);
+	if (dns_build_error_ede(q, DNS_RCODE_NXDOMAIN, DNS_EDE_BLOCKED, text,
+	    out, sizeof(out), &len) == 0)
+		reply(l, ufd, from, fromlen, tc, out, len);
+}
+
 /* ---- policy hooks for the answer filter ---------------------------- */
 
 static int
@@ -418,7 +439,7 @@ handle_query(struct loop *l, const uint8_t *buf, size_t len, int ufd,
 		return;
 	}
 	if (q.name[0] == '\0' || !policy_name_allowed(pol, q.name)) {
-		reply_rcode(l, ufd, from, fromlen, tc, &q, DNS_RCODE_NXDOMAIN);
+		reply_denied(l, ufd, from, fromlen, tc, &q, pol);
 		mtable_add(&l->metrics.dns, "nxdomain", NULL);
 		dns_audit(l, sb, pol, &q, "nxdomain", "not-allowed", NULL);
 		return;

@@ -352,13 +352,39 @@ int
 dns_build_error(const struct dns_query *q, int rcode, uint8_t *out,
     size_t cap, size_t *outlen)
 {
+	return dns_build_error_ede(q, rcode, 0, NULL, out, cap, outlen);
+}
+
+#define OPT_EDE		15	/* the EDNS option code of an Extended DNS Error */
+
+int
+dns_build_error_ede(const struct dns_query *q, int rcode, uint16_t info,
+    const char *text, uint8_t *out, size_t cap, size_t *outlen)
+{
 	struct wbuf w = { out, cap, 0 };
+	size_t n = 0, i;
+	uint8_t c;
 
 	if (q == NULL || out == NULL || outlen == NULL || !query_name_ok(q) ||
 	    rcode < DNS_RCODE_NOERROR || rcode > DNS_RCODE_REFUSED)
 		return SL_ERR_INVALID;
 	w_response_start(&w, q, resp_flags(q, 0, rcode));
-	if (q->has_edns)
+	if (q->has_edns && text != NULL) {
+		n = strnlen(text, DNS_EDE_TEXT_MAX);
+		w_put(&w, "", 1);
+		w_u16(&w, DNS_T_OPT);
+		w_u16(&w, DNS_EDNS_UDP);
+		w_u32(&w, q->dnssec_ok ? OPT_DO : 0);
+		w_u16(&w, (uint16_t)(4 + 2 + n));	/* RDLENGTH */
+		w_u16(&w, OPT_EDE);
+		w_u16(&w, (uint16_t)(2 + n));
+		w_u16(&w, info);
+		for (i = 0; i < n; i++) {
+			c = (uint8_t)text[i];
+			w_put(&w, c >= 0x20 && c < 0x7f ? &c : (const uint8_t *)"?",
+			    1);
+		}
+	} else if (q->has_edns)
 		w_opt(&w, DNS_EDNS_UDP, q->dnssec_ok);
 	if (w.len > cap)
 		return SL_ERR_TOO_BIG;

@@ -78,6 +78,20 @@ int	dns_query_parse(const uint8_t *buf, size_t len, struct dns_query *out);
 int	dns_build_error(const struct dns_query *q, int rcode, uint8_t *out,
 	    size_t cap, size_t *outlen);
 
+#define DNS_EDE_BLOCKED		15	/* RFC 8914: blocked by the operator's policy */
+#define DNS_EDE_PROHIBITED	18	/* RFC 8914: the client may not ask */
+#define DNS_EDE_TEXT_MAX	200	/* bytes of EXTRA-TEXT written */
+/*
+ * The same with an Extended DNS Error (RFC 8914) in the OPT record:
+ * info (an INFO-CODE) and text as EXTRA-TEXT (cut at DNS_EDE_TEXT_MAX
+ * bytes, bytes outside printable ASCII written as '?').  Only when the
+ * query had an OPT record: a response may not carry one otherwise, so
+ * without it this is dns_build_error.
+ */
+int	dns_build_error_ede(const struct dns_query *q, int rcode,
+	    uint16_t info, const char *text, uint8_t *out, size_t cap,
+	    size_t *outlen);
+
 /*
  * Writes the answer to a query that dns_query_parse refused (pure), so the
  * client need not wait out its timeout.  buf must hold at least the

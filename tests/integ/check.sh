@@ -226,7 +226,11 @@ cwant() {
 denied() {
 	local r=".rule == \"$1\""
 	[ "$1" = null ] && r='.rule == null'
-	cwant 403 '.error == "denied"' "$r" ".reason == \"$2\"" '.message | type == "string"'
+	cwant 403 '.error == "denied"' "$r" ".reason == \"$2\"" '.message | type == "string"' \
+	    '.host | type == "string"' '.policy | type == "string"' || return 1
+	# an agent reads why (RFC 9209), not only a status
+	grep -qiF "proxy-status: sluice; error=http_request_denied; details=\"$2\"" <<<"$chdrs" ||
+	    { why="$last: Proxy-Status: $(grep -i '^proxy-status' <<<"$chdrs")"; return 1; }
 }
 
 # The upstreams' view: snap before, then upx 'NAME.FIELD=VALUE ...' (see

@@ -1034,6 +1034,13 @@ flow_dns_ai_only() {
 	local s
 	s=$(dig_status sb "$AI"); [ "$s" = NOERROR ] || { why="dig $AI: '$s', want NOERROR"; return 1; }
 	s=$(dig_status sb "$REG"); [ "$s" = NXDOMAIN ] || { why="dig $REG: '$s', want NXDOMAIN"; return 1; }
+	# the denial says it was blocked, and by which policy (RFC 8914)
+	s=$(in_sb sb dig +time=2 +tries=1 @198.18.0.1 "$REG" A 2>&1)
+	grep -q 'EDE: 15 (Blocked): (sluice: not allowed by the egress policy ai-only (not-allowed))' <<<"$s" ||
+	    { why="dig $REG: no Extended DNS Error: $(short "$(grep -E 'EDE|status' <<<"$s")")"; return 1; }
+	s=$(in_sb sb dig +noedns +time=2 +tries=1 @198.18.0.1 "$REG" A 2>&1)
+	grep -q 'status: NXDOMAIN' <<<"$s" && ! grep -q 'EDE:' <<<"$s" ||
+	    { why="dig +noedns $REG: $(short "$(grep -E 'EDE|status|OPT' <<<"$s")")"; return 1; }
 }
 flow_deny_all() {
 	local t0 t1
@@ -1160,6 +1167,21 @@ metrics_facts() {
 	v=$(mval sluice_generation)
 	g=$(gen_now)
 	[ -n "$v" ] && [ "$v" = "$g" ] || { why="sluice_generation '$v', /v1/status says $g"; return 1; }
+	# what an operator alerts on: the build, the start, reloads, the audit writer
+	[ "$(mval "sluice_build_info{version=\"$(api GET /v1/status; jget .version)\"}")" = 1 ] ||
+	    { why="no sluice_build_info for the running version"; return 1; }
+	api GET /metrics
+	v=$(mval process_start_time_seconds)
+	[ -n "$v" ] && [ "$v" -ge $((T_START - 5)) ] && [ "$v" -le "$T_START" ] ||
+	    { why="process_start_time_seconds '$v', started at about $T_START"; return 1; }
+	for k in 'sluice_reloads_total{result="ok"}' 'sluice_reloads_total{result="failed"}' \
+	    sluice_audit_records_total sluice_audit_last_sync_timestamp_seconds; do
+		v=$(mval "$k")
+		[ -n "$v" ] && [ "$v" -gt 0 ] 2>/dev/null || { why="$k is '$v', want > 0"; return 1; }
+	done
+	[ "$(mval sluice_audit_failing)" = 0 ] && [ "$(mval sluice_audit_errors_total)" = 0 ] &&
+	    [ -n "$(mval sluice_audit_queue_depth)" ] ||
+	    { why="audit writer health: failing '$(mval sluice_audit_failing)', errors '$(mval sluice_audit_errors_total)', queue '$(mval sluice_audit_queue_depth)'"; return 1; }
 }
 metrics_socket() {
 	api GET /metrics

@@ -825,6 +825,52 @@ test_query_names(void **state)
  * Builders
  */
 
+/* A denial says why (RFC 8914), in the OPT record, only when there is one. */
+static void
+test_build_error_ede(void **state)
+{
+	static const uint8_t want[] = {
+		0x11, 0x11, 0x81, 0x83, 0, 1, 0, 0, 0, 0, 0, 1,
+		7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 3, 'c', 'o', 'm', 0,
+		0, 1, 0, 1,
+		0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 11,	/* OPT, RDLENGTH 11 */
+		0, 15, 0, 7, 0, 15, 'n', 'o', '?', ' ', 'x',	/* EDE 15 "no? x" */
+	};
+	char text[DNS_EDE_TEXT_MAX + 50];
+	struct dns_query q;
+	struct pkt *p = pkt_new();
+
+	(void)state;
+	p_hdr(p, QID, DNS_F_RD, 1, 0, 0, 1);
+	p_question(p, "example.com", DNS_T_A, DNS_C_IN);
+	p_opt(p, 1232, 0);
+	parse_ok(p, &q);
+	assert_int_equal(dns_build_error_ede(&q, DNS_RCODE_NXDOMAIN,
+	    DNS_EDE_BLOCKED, "no\n x", out, sizeof(out), &outlen), 0);
+	assert_int_equal(outlen, sizeof(want));
+	assert_memory_equal(out, want, sizeof(want));
+	assert_int_equal(dns_build_error_ede(&q, DNS_RCODE_NXDOMAIN,
+	    DNS_EDE_BLOCKED, "no\n x", out, sizeof(want) - 1, &outlen),
+	    SL_ERR_TOO_BIG);
+	/* The text is cut at DNS_EDE_TEXT_MAX bytes. */
+	memset(text, 'a', sizeof(text) - 1);
+	text[sizeof(text) - 1] = '\0';
+	assert_int_equal(dns_build_error_ede(&q, DNS_RCODE_NXDOMAIN,
+	    DNS_EDE_BLOCKED, text, out, sizeof(out), &outlen), 0);
+	assert_int_equal(outlen, sizeof(want) - 5 + DNS_EDE_TEXT_MAX);
+
+	/* Without EDNS the answer may carry no OPT: the plain NXDOMAIN. */
+	p_hdr(p, QID, DNS_F_RD, 1, 0, 0, 0);
+	p_question(p, "example.com", DNS_T_A, DNS_C_IN);
+	parse_ok(p, &q);
+	assert_int_equal(dns_build_error_ede(&q, DNS_RCODE_NXDOMAIN,
+	    DNS_EDE_BLOCKED, "no", out, sizeof(out), &outlen), 0);
+	assert_int_equal(outlen, 12 + 17);
+	assert_int_equal(out[11], 0);	/* ARCOUNT */
+	verify_response(out, outlen, &q);
+	free(p);
+}
+
 static void
 test_build_error(void **state)
 {
@@ -2020,6 +2066,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_build_error_ede),
 		cmocka_unit_test(test_query_plain),
 		cmocka_unit_test(test_query_edns),
 		cmocka_unit_test(test_query_truncated),
