@@ -14,6 +14,8 @@
 #include "util/err.h"
 #include "util/log.h"
 #include "conf/config.h"
+#include "conf/policy.h"
+#include "keys/inject.h"
 #include "keys/secrets.h"
 #include "loop/state.h"
 #include "daemon/daemon.h"
@@ -35,11 +37,61 @@ usage(FILE *f)
 	    "Signals: SIGHUP re-reads policy_dir, SIGTERM drains and exits.\n");
 }
 
+/*
+ * Every inject rule's templates against the secrets in force: a secret
+ * the store does not have, or one bound to other hosts than the rule's,
+ * would refuse every request the rule matches.  For a rule whose host is
+ * a pattern the binding is checked against the pattern's apex.
+ */
+static void
+check_injections(const struct state *st, const struct secret_set *set,
+    struct errlist *errs)
+{
+	const struct intercept_rule *r;
+	const struct policy *p;
+	struct inject inj;
+	size_t i, k, used = 0;
+	char *buf;
+
+	if ((buf = sodium_malloc(INJECT_BUF)) == NULL)
+		return;
+	for (i = 0; i < st->npolicies; i++) {
+		p = st->policies[i];
+		for (k = 0; k < p->nintercepts; k++) {
+			r = &p->intercepts[k];
+			if (r->action != ICPT_INJECT)
+				continue;
+			memset(&inj, 0, sizeof(inj));
+			switch (inject_render(r, set, strncmp(r->host, "*.", 2) ==
+			    0 ? r->host + 2 : r->host, buf, INJECT_BUF, &used,
+			    &inj)) {
+			case INJECT_OK:
+			case INJECT_TOO_BIG:
+				break;
+			case INJECT_UNAVAILABLE:
+				errlist_add(errs, p->file, r->line, 0, "%s: the "
+				    "secret '%s' is not in secret_dir: every "
+				    "request this rule matches would be refused",
+				    r->label, inj.secret);
+				break;
+			case INJECT_UNBOUND:
+				errlist_add(errs, p->file, r->line, 0, "%s: the "
+				    "secret '%s' is bound to other hosts than %s",
+				    r->label, inj.secret, r->host);
+				break;
+			}
+			sodium_memzero(buf, used);
+			inject_release(&inj);
+		}
+	}
+	sodium_free(buf);
+}
+
 /* --check runs exactly what start-up runs, without binding anything. */
 static int
 check_config(struct config *cfg)
 {
-	struct errlist errs = ERRLIST_INIT;
+	struct errlist errs = ERRLIST_INIT, warns = ERRLIST_INIT;
 	struct secret_store *ss = NULL;
 	struct secret_set *set = NULL;
 	struct state *st = NULL;
@@ -47,14 +99,26 @@ check_config(struct config *cfg)
 	int r;
 
 	r = state_build(cfg, NULL, 1, &st, &errs);
+	if (config_check_system(cfg, &errs, &warns) != 0)
+		r = SL_ERR_INVALID;
 	/* The secrets too: the keys open, and every sealed file with them. */
 	if (secret_store_new(cfg, &ss, &errs) != 0)
 		r = SL_ERR_INVALID;
 	else if (ss != NULL && (secret_store_load(ss, NULL, &set, NULL, NULL,
 	    &errs) != 0 || errs.n > 0))
 		r = SL_ERR_INVALID;
+	if (st != NULL && ss != NULL) {
+		size_t n = errs.n;
+
+		check_injections(st, set, &errs);
+		if (errs.n > n)
+			r = SL_ERR_INVALID;
+	}
+	for (i = 0; i < warns.n; i++)
+		fprintf(stderr, "warning: %s\n", warns.msgs[i]);
 	for (i = 0; i < errs.n; i++)
 		fprintf(stderr, "%s\n", errs.msgs[i]);
+	errlist_free(&warns);
 	if (r == 0)
 		printf("%s: ok (%zu policies, %zu sandboxes, %zu secrets)\n",
 		    cfg->path, st->npolicies, st->nsandboxes,

@@ -758,6 +758,15 @@ config_defaults(struct config *c, const char *file)
 	return 0;
 }
 
+/* The line of map[key], or 0 when it is not there. */
+static unsigned
+key_line(const struct ynode *map, const char *key)
+{
+	const struct ynode *n = ynode_get(map, key);
+
+	return n != NULL ? n->line : 0;
+}
+
 static void
 config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 {
@@ -792,6 +801,10 @@ config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 		parse_audit(x, root, c);
 		parse_workers(x, root, c);
 		get_string(x, root, "user", "user", &c->user);
+		c->lines.user = key_line(root, "user");
+		c->lines.control_group = key_line(root, "control_group");
+		c->lines.upstream_ca = key_line(root, "upstream_ca");
+		c->lines.secret_dir = key_line(root, "secret_dir");
 		parse_limits(x, root, c);
 		parse_timeouts(x, root, c);
 		parse_sandboxes(x, root, c);

@@ -38,6 +38,10 @@ struct config {
 	struct endpoint	*resolvers;	size_t nresolvers;
 	char		*policy_dir;
 	char		*state_dir;	/* sandboxes of the API: /var/lib/sluice/state */
+	/* Where some keys were written (0: not set), for config_check_system. */
+	struct {
+		unsigned	 user, control_group, upstream_ca, secret_dir;
+	} lines;
 	char		*secret_dir;	/* NULL: secrets off */
 	char		**gateway_keys;	size_t ngateway_keys;	/* scalar or list */
 	char		*signing_key;	/* signing_keys[0]; NULL: signing off */
@@ -99,5 +103,15 @@ void	config_free(struct config *c);		/* accepts NULL */
  * SL_ERR_INVALID (syntax or zero) or SL_ERR_TOO_BIG (over 24h).
  */
 int	config_parse_duration(const char *s, unsigned *ms);
+
+/*
+ * What the configuration names on this host, as the start would find it:
+ * "user" and "control_group" exist, "upstream_ca" can be read (an error
+ * when set, a warning for the default); warnings for running as root
+ * without "user" and for a secret_dir others may write.  Problems go to
+ * errs, warnings to warns, as "file:line: message".  0 or SL_ERR_INVALID.
+ */
+int	config_check_system(const struct config *c, struct errlist *errs,
+	    struct errlist *warns);
 
 #endif

@@ -121,12 +121,8 @@ drop_privileges(const char *user)
 {
 	struct passwd *pw;
 
-	if (user == NULL) {
-		if (geteuid() == 0)
-			log_warnx("daemon", "running as root: set 'user' to drop "
-			    "privileges after binding");
-		return 0;
-	}
+	if (user == NULL)
+		return 0;	/* config_check_system warned, as root */
 	if ((pw = getpwnam(user)) == NULL) {
 		log_errx("daemon", "user '%s': no such user", user);
 		return SL_ERR_NOT_FOUND;
@@ -328,6 +324,19 @@ daemon_run(struct config *cfg)
 	harden_process();
 	if ((d.base = event_base_new()) == NULL)
 		goto out;
+	/* What --check checks on this host stops the start too. */
+	{
+		struct errlist warns = ERRLIST_INIT;
+
+		r = config_check_system(cfg, &errs, &warns);
+		for (i = 0; i < warns.n; i++)
+			log_warnx("config", "%s", warns.msgs[i]);
+		for (i = 0; i < errs.n; i++)
+			log_errx("config", "%s", errs.msgs[i]);
+		errlist_free(&warns);
+		if (r != 0)
+			goto out;
+	}
 	if (state_build(cfg, NULL, d.generation, &d.state, &errs) != 0) {
 		for (i = 0; i < errs.n; i++)
 			log_errx("config", "%s", errs.msgs[i]);

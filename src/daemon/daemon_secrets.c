@@ -136,7 +136,6 @@ int
 daemon_secrets_open(struct daemon *d, struct errlist *errs)
 {
 	struct secret_set *set = NULL;
-	struct stat sb;
 	size_t n;
 	int r;
 
@@ -144,11 +143,6 @@ daemon_secrets_open(struct daemon *d, struct errlist *errs)
 	if ((r = secret_store_new(d->cfg, &d->secrets, errs)) != 0 ||
 	    d->secrets == NULL)
 		return r;
-	if (stat(d->secrets->dir, &sb) == 0 && (sb.st_mode & (S_IWGRP |
-	    S_IWOTH)) != 0)
-		log_warnx("secrets", "%s may be written by group or others: "
-		    "whoever can write it can put secrets of their own",
-		    d->secrets->dir);
 	n = errs->n;
 	if ((r = daemon_secrets_load(d, "start", &set, errs)) != 0)
 		return r;

@@ -37,8 +37,10 @@ errlist_add(struct errlist *el, const char *file, unsigned line,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (file != NULL && line != 0)
+	if (file != NULL && line != 0 && col != 0)
 		snprintf(full, sizeof(full), "%s:%u:%u: %s", file, line, col, msg);
+	else if (file != NULL && line != 0)
+		snprintf(full, sizeof(full), "%s:%u: %s", file, line, msg);
 	else if (file != NULL)
 		snprintf(full, sizeof(full), "%s: %s", file, msg);
 	else

@@ -37,7 +37,7 @@ struct errlist {
 
 #define ERRLIST_INIT { NULL, 0, 0 }
 
-/* Appends "file:line:col: message"; line/col 0 leave that part out. */
+/* Appends "file:line:col: message"; a line or col of 0 is left out. */
 void errlist_add(struct errlist *el, const char *file, unsigned line,
     unsigned col, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

@@ -1,0 +1,144 @@
+#!/bin/sh
+# confcheck.sh: sluiced --check catches what would make the start fail or
+# the gateway misbehave later (issue 20), with file:line, and prints the
+# start's own warnings; the start refuses the same configurations.  No
+# network: only configurations and the two programs.
+#
+#   check_ok            a sound configuration: exit 0, "ok"
+#   check_user          'user' names no user: exit 1, sluiced.yaml:LINE
+#   check_group         'control_group' names no group
+#   check_upstream_ca   'upstream_ca' cannot be read
+#   check_secret_missing  an inject rule names a secret not in secret_dir:
+#                       policy file:line and the rule
+#   check_secret_unbound  its secret is bound to other hosts
+#   check_warnings      running as root without 'user', a secret_dir
+#                       others may write: warnings, exit 0
+#   start_refuses       the start stops on the same errors, naming them
+# Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
+
+# shellcheck source=tests/integ/check.sh
+. "$(dirname "$0")/check.sh"
+
+check_needs timeout
+check_work confcheck
+WORLD_PIDS="" WORLD_CREATED=""	# no namespaces here
+
+KEYS=$WORK/keys SECDIR=$WORK/secrets POLDIR=$WORK/policy.d
+mkdir -p "$SECDIR" "$POLDIR" && chmod 700 "$SECDIR" "$POLDIR"
+cp "$top_srcdir/policy.d/default.yaml" "$POLDIR/"
+"$SLUICECTL" keygen --out "$KEYS" >"$WORK/keygen.log" 2>&1 ||
+    setup_fail "sluicectl keygen: $(tail -1 "$WORK/keygen.log")"
+printf 'v-1' | "$SLUICECTL" seal --pub "$KEYS/gateway.pub" --name tok \
+    --host api.example.test --out "$SECDIR/tok.sealed" >>"$WORK/keygen.log" 2>&1 ||
+    setup_fail "sluicectl seal: $(tail -1 "$WORK/keygen.log")"
+chmod 600 "$SECDIR/tok.sealed"
+
+# policy SECRET HOST: the inject policy, its rule on line 7
+policy() {
+	cat >"$POLDIR/agent.yaml" <<-P
+	name: agent
+	egress:
+	  default: deny
+	  allow:
+	    - domain: $2
+	intercept:
+	  - name: token
+	    match: {host: $2, path: /v1/**}
+	    inject:
+	      set: {authorization: "Bearer {{secret:$1}}"}
+	P
+}
+# config [LINE...]: sluiced.yaml, the extra lines after the fixed ones
+config() {
+	{
+		cat <<-C
+		listen:
+		  transparent: ["127.0.0.1:15001"]
+		  control: $WORK/control.sock
+		resolvers: ["127.0.0.1:53"]
+		policy_dir: $POLDIR
+		state_dir: $WORK/state
+		secret_dir: $SECDIR
+		gateway_key: $KEYS/gateway.key
+		C
+		printf '%s\n' "$@"
+	} >"$WORK/sluiced.yaml"
+}
+# run_check: sluiced --check; sets rc and out
+run_check() {
+	last="sluiced --check"
+	out=$(timeout 20 "$SLUICED" -c "$WORK/sluiced.yaml" --check 2>&1)
+	rc=$?
+}
+# want_check RC TEXT...: the exit status, and each TEXT in the output
+want_check() {
+	local t want=$1
+	shift
+	run_check
+	[ "$rc" = "$want" ] || { why="exit $rc, want $want: $out"; return 1; }
+	for t in "$@"; do
+		grep -qF -- "$t" <<<"$out" || { why="no '$t' in: $out"; return 1; }
+	done
+}
+
+check_ok() {
+	policy tok api.example.test
+	config "user: nobody" "upstream_ca: /etc/ssl/certs/ca-certificates.crt"
+	want_check 0 ": ok (" || return 1
+	! grep -q '^warning:' <<<"$out" || { why="warnings for a sound configuration: $out"; return 1; }
+}
+check_user() {
+	config "user: no-such-user-sluice"
+	want_check 1 "sluiced.yaml:9: 'user': no user named 'no-such-user-sluice'"
+}
+check_group() {
+	config "user: nobody" "control_group: no-such-group-sluice"
+	want_check 1 "sluiced.yaml:10: 'control_group': no group named 'no-such-group-sluice'"
+}
+check_upstream_ca() {
+	config "user: nobody" "upstream_ca: $WORK/missing-ca.pem"
+	want_check 1 "sluiced.yaml:10: 'upstream_ca': cannot read $WORK/missing-ca.pem"
+}
+check_secret_missing() {
+	policy nosuch api.example.test
+	config "user: nobody"
+	want_check 1 "agent.yaml:7: intercept:token: the secret 'nosuch' is not in secret_dir"
+}
+check_secret_unbound() {
+	policy tok other.example.test
+	config "user: nobody"
+	want_check 1 "agent.yaml:7: intercept:token: the secret 'tok' is bound to other hosts than other.example.test"
+}
+check_warnings() {
+	policy tok api.example.test
+	config
+	chmod 777 "$SECDIR"
+	run_check
+	chmod 700 "$SECDIR"
+	[ "$rc" = 0 ] || { why="exit $rc: $out"; return 1; }
+	if [ "$(id -u)" = 0 ]; then
+		grep -q "^warning: .*running as root: set 'user'" <<<"$out" ||
+		    { why="no warning for root: $out"; return 1; }
+	fi
+	grep -q "^warning: .*sluiced.yaml:7: secret_dir $SECDIR may be written by group or others" <<<"$out" ||
+	    { why="no warning for a secret_dir others may write: $out"; return 1; }
+}
+start_refuses() {
+	config "user: nobody" "upstream_ca: $WORK/missing-ca.pem"
+	out=$(timeout 20 "$SLUICED" -c "$WORK/sluiced.yaml" 2>&1)
+	rc=$?
+	[ "$rc" != 0 ] && grep -qF "'upstream_ca': cannot read" <<<"$out" ||
+	    { why="the start: exit $rc: $(short "$out")"; return 1; }
+	[ ! -e "$WORK/control.sock" ] || { why="it started anyway"; return 1; }
+}
+
+check check_ok check_ok
+check check_user check_user
+check check_group check_group
+check check_upstream_ca check_upstream_ca
+check check_secret_missing check_secret_missing
+check check_secret_unbound check_secret_unbound
+check check_warnings check_warnings
+check start_refuses start_refuses
+
+check_done
