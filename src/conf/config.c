@@ -816,6 +816,49 @@ config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 	check_required(x, root);
 }
 
+/*
+ * A relative path names a file beside the configuration, not one in the
+ * current directory (which a service manager sets, not the operator).
+ */
+static int
+anchor(const char *file, char **p)
+{
+	const char *slash = strrchr(file, '/');
+	size_t dlen, plen;
+	char *n;
+
+	if (*p == NULL || (*p)[0] == '/' || (*p)[0] == '\0' || slash == NULL)
+		return 0;
+	dlen = (size_t)(slash - file) + 1;
+	plen = strlen(*p);
+	if ((n = malloc(dlen + plen + 1)) == NULL)
+		return SL_ERR_NOMEM;
+	memcpy(n, file, dlen);
+	memcpy(n + dlen, *p, plen + 1);
+	free(*p);
+	*p = n;
+	return 0;
+}
+
+static int
+anchor_paths(struct config *c)
+{
+	char **one[] = { &c->control, &c->policy_dir, &c->state_dir,
+	    &c->secret_dir, &c->upstream_ca, &c->audit_path };
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < sizeof(one) / sizeof(one[0]); i++)
+		r |= anchor(c->path, one[i]);
+	for (i = 0; i < c->ngateway_keys; i++)
+		r |= anchor(c->path, &c->gateway_keys[i]);
+	for (i = 0; i < c->nsigning_keys; i++)
+		r |= anchor(c->path, &c->signing_keys[i]);
+	if (c->nsigning_keys > 0)
+		c->signing_key = c->signing_keys[0];
+	return r != 0 ? SL_ERR_NOMEM : 0;
+}
+
 int
 config_parse(const char *file, const char *buf, size_t len,
     struct config **out, struct errlist *errs)
@@ -850,6 +893,8 @@ config_parse(const char *file, const char *buf, size_t len,
 		r = SL_ERR_INVALID;
 		goto out;
 	}
+	if ((r = anchor_paths(c)) != 0)
+		goto out;
 	*out = c;
 	c = NULL;
 	r = 0;

@@ -192,6 +192,41 @@ test_full_file(void **state)
 	errlist_free(&el);
 }
 
+/* Relative paths name files beside the configuration, not in the cwd. */
+static void
+test_relative_paths(void **state)
+{
+	static const char y[] = "listen: {proxy: [\"127.0.0.1:3128\"], "
+	    "control: run/c.sock}\nresolvers: [\"1.1.1.1\"]\n"
+	    "policy_dir: policy.d\nstate_dir: ./state\nsecret_dir: /abs/s\n"
+	    "gateway_key: [keys/a.key, /abs/b.key]\nsigning_key: keys/s.key\n"
+	    "upstream_ca: ../ca.pem\naudit: {path: log/audit.jsonl}\n";
+	struct errlist el = ERRLIST_INIT;
+	struct config *c = NULL;
+
+	(void)state;
+	if (config_parse("/etc/sluice/sluiced.yaml", y, sizeof(y) - 1, &c,
+	    &el) != 0)
+		dump(&el);
+	assert_non_null(c);
+	assert_string_equal(c->control, "/etc/sluice/run/c.sock");
+	assert_string_equal(c->policy_dir, "/etc/sluice/policy.d");
+	assert_string_equal(c->state_dir, "/etc/sluice/./state");
+	assert_string_equal(c->secret_dir, "/abs/s");
+	assert_string_equal(c->gateway_keys[0], "/etc/sluice/keys/a.key");
+	assert_string_equal(c->gateway_keys[1], "/abs/b.key");
+	assert_string_equal(c->signing_key, "/etc/sluice/keys/s.key");
+	assert_ptr_equal(c->signing_key, c->signing_keys[0]);
+	assert_string_equal(c->upstream_ca, "/etc/sluice/../ca.pem");
+	assert_string_equal(c->audit_path, "/etc/sluice/log/audit.jsonl");
+	config_free(c);
+	/* A configuration named without a folder: as written (the cwd). */
+	assert_int_equal(config_parse("sluiced.yaml", y, sizeof(y) - 1, &c,
+	    &el), 0);
+	assert_string_equal(c->policy_dir, "policy.d");
+	config_free(c);
+}
+
 static void
 test_defaults(void **state)
 {
@@ -719,6 +754,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_file),
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_relative_paths),
 		cmocka_unit_test(test_scalar_forms),
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_unknown_keys),
