@@ -179,6 +179,8 @@ main(int argc, char **argv)
 		errlist_free(&errs);
 		return 1;
 	}
+	if (cfg->log_format >= 0)
+		log_set_format((enum log_format)cfg->log_format);
 	if (check)
 		status = check_config(cfg);
 	else

@@ -410,6 +410,31 @@ parse_audit(struct ycheck *x, const struct ynode *root, struct config *c)
 		    "always, batch, never", yesc(n->scalar, e, sizeof(e)));
 }
 
+/* log: {format: text|journal|json}; absent: journal under journald, else text. */
+static void
+parse_log(struct ycheck *x, const struct ynode *root, struct config *c)
+{
+	static const char *const keys[] = { "format", NULL };
+	static const char *const names[] = { "text", "journal", "json" };
+	const struct ynode *m, *n;
+	char e[80];
+	int i;
+
+	c->log_format = -1;
+	if ((m = get_map(x, root, "log", "log")) == NULL)
+		return;
+	ycheck_keys(x, m, "log", keys);
+	if ((n = ynode_get(m, "format")) == NULL ||
+	    !ycheck_string(x, n, "log.format"))
+		return;
+	for (i = 0; i < 3; i++)
+		if (strcmp(n->scalar, names[i]) == 0)
+			c->log_format = i;
+	if (c->log_format < 0)
+		ycheck_err(x, n->line, n->col, "'log.format': '%s' is not one of "
+		    "text, journal, json", yesc(n->scalar, e, sizeof(e)));
+}
+
 static void
 parse_workers(struct ycheck *x, const struct ynode *root, struct config *c)
 {
@@ -740,6 +765,7 @@ config_defaults(struct config *c, const char *file)
 	    (c->upstream_ca = strdup(DEFAULT_UPSTREAM_CA)) == NULL)
 		return SL_ERR_NOMEM;
 	c->audit_fsync = AUDIT_FSYNC_BATCH;
+	c->log_format = -1;
 	c->workers = 0;
 	c->limits.connections = 1024;
 	c->limits.dns_qps = 200;
@@ -773,7 +799,7 @@ config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 	static const char *const keys[] = { "listen", "resolvers", "policy_dir",
 	    "secret_dir", "gateway_key", "signing_key", "issuer", "upstream_ca",
 	    "audit", "workers", "user", "limits", "timeouts", "sandboxes",
-	    "control_group", "ca", "token_ttl", "state_dir", NULL };
+	    "control_group", "ca", "token_ttl", "state_dir", "log", NULL };
 
 	if (root != NULL && root->kind != YNODE_MAP) {
 		ycheck_err(x, root->line, root->col,
@@ -799,6 +825,7 @@ config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 		get_string(x, root, "upstream_ca", "upstream_ca",
 		    &c->upstream_ca);
 		parse_audit(x, root, c);
+		parse_log(x, root, c);
 		parse_workers(x, root, c);
 		get_string(x, root, "user", "user", &c->user);
 		c->lines.user = key_line(root, "user");

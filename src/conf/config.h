@@ -62,6 +62,7 @@ struct config {
 		int	 syslog;	/* a copy of each record to syslog */
 	} audit;
 	unsigned	 workers;	/* 0 = auto (one per core) */
+	int		 log_format;	/* enum log_format; -1: as log_init found */
 	char		*user;		/* NULL: no privilege drop */
 	struct {
 		unsigned connections;		/* 1024 */

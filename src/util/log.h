@@ -6,8 +6,21 @@
 
 enum log_level { LOG_LVL_ERR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
-/* Set once in main before any thread starts. */
+/*
+ * How a line looks: text ("TIME prog[comp] level: message"), journal
+ * (a "<N>" priority prefix for journald, no time: it adds its own) or
+ * JSON (one object a line: ts, prog, comp, level, msg).
+ */
+enum log_format { LOG_FMT_TEXT, LOG_FMT_JOURNAL, LOG_FMT_JSON };
+
+/*
+ * Set once in main before any thread starts.  The format starts as
+ * journal when stderr is the journal ($JOURNAL_STREAM names it), else
+ * text; log_set_format changes it (also before threads start).
+ */
 void log_init(const char *prog, enum log_level level);
+void log_set_format(enum log_format f);
+enum log_format log_format(void);
 enum log_level log_level(void);
 
 void log_warnx(const char *comp, const char *fmt, ...)

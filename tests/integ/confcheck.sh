@@ -14,14 +14,17 @@
 #   check_warnings      running as root without 'user', a secret_dir
 #                       others may write: warnings, exit 0
 #   start_refuses       the start stops on the same errors, naming them
+#   log_json            log: {format: json}: one JSON object a line
+#   log_journal         stderr is the journal: priority prefixes, no time
 # Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
 
 # shellcheck source=tests/integ/check.sh
 . "$(dirname "$0")/check.sh"
 
-check_needs timeout
+check_needs timeout jq
 check_work confcheck
 WORLD_PIDS="" WORLD_CREATED=""	# no namespaces here
+short() { printf "%s" "$1" | tr "\n" " " | head -c 600; }
 
 KEYS=$WORK/keys SECDIR=$WORK/secrets POLDIR=$WORK/policy.d
 mkdir -p "$SECDIR" "$POLDIR" && chmod 700 "$SECDIR" "$POLDIR"
@@ -132,6 +135,55 @@ start_refuses() {
 	[ ! -e "$WORK/control.sock" ] || { why="it started anyway"; return 1; }
 }
 
+# start_log EXTRA_ENV...: sluiced started on the configuration (a
+# loopback listener), its stderr in $WORK/run.log, until it runs; then
+# SIGTERM.  Sets rc (its exit status).
+start_log() {
+	local i pid
+	: >"$WORK/run.log"
+	env "$@" "$SLUICED" -c "$WORK/sluiced.yaml" 2>>"$WORK/run.log" &
+	pid=$!
+	for i in $(seq 1 100); do
+		grep -q 'running' "$WORK/run.log" && break
+		sleep 0.1
+	done
+	kill -TERM "$pid" 2>/dev/null
+	wait "$pid"
+	rc=$?
+}
+LISTEN_PORT=$((25000 + $$ % 5000))
+# one JSON object a line: ts, prog, comp, level, msg
+log_json() {
+	policy tok api.example.test
+	config "log: {format: json}"
+	sed -i "s|127.0.0.1:15001|127.0.0.1:$LISTEN_PORT|" "$WORK/sluiced.yaml"
+	start_log
+	[ "$rc" = 0 ] || { why="exit $rc: $(short "$(cat "$WORK/run.log")")"; return 1; }
+	jq -e -s 'length > 1 and all(.[]; (.ts | test("^20[0-9-]{8}T[0-9:.]{12}Z$")) and
+	    .prog == "sluiced" and (.comp | type == "string") and
+	    (.level | IN("error", "warning", "info", "debug")) and (.msg | type == "string"))' \
+	    "$WORK/run.log" >/dev/null ||
+	    { why="not one JSON object a line: $(short "$(head -c 600 "$WORK/run.log")")"; return 1; }
+	jq -e -s 'any(.[]; .comp == "daemon" and .level == "info" and (.msg | test("running")))' \
+	    "$WORK/run.log" >/dev/null || { why="no 'running' line: $(short "$(cat "$WORK/run.log")")"; return 1; }
+}
+# stderr is the journal: a priority prefix, no time (journald adds it)
+log_journal() {
+	config
+	sed -i "s|127.0.0.1:15001|127.0.0.1:$LISTEN_PORT|" "$WORK/sluiced.yaml"
+	: >"$WORK/run.log"
+	start_log JOURNAL_STREAM="$(stat -c '%d:%i' "$WORK/run.log")"
+	[ "$rc" = 0 ] || { why="exit $rc: $(short "$(cat "$WORK/run.log")")"; return 1; }
+	grep -q '^<6>sluiced\[daemon\] info: sluiced .* running' "$WORK/run.log" &&
+	    { [ "$(id -u)" != 0 ] || grep -q '^<4>sluiced\[config\] warning: ' "$WORK/run.log"; } &&
+	    ! grep -qv '^<[3467]>' "$WORK/run.log" ||
+	    { why="not journal lines: $(short "$(head -c 600 "$WORK/run.log")")"; return 1; }
+	# not the journal: text, with the time
+	start_log JOURNAL_STREAM=1:1
+	grep -q '^20[0-9-]*T[0-9:.]*Z sluiced\[daemon\] info: ' "$WORK/run.log" ||
+	    { why="text lines: $(short "$(head -c 300 "$WORK/run.log")")"; return 1; }
+}
+
 check check_ok check_ok
 check check_user check_user
 check check_group check_group
@@ -140,5 +192,7 @@ check check_secret_missing check_secret_missing
 check check_secret_unbound check_secret_unbound
 check check_warnings check_warnings
 check start_refuses start_refuses
+check log_json log_json
+check log_journal log_journal
 
 check_done

@@ -15,6 +15,7 @@
 
 #include "util/addr.h"
 #include "util/err.h"
+#include "util/log.h"
 #include "util/yamltree.h"
 #include "conf/config.h"
 
@@ -219,12 +220,39 @@ test_relative_paths(void **state)
 	assert_ptr_equal(c->signing_key, c->signing_keys[0]);
 	assert_string_equal(c->upstream_ca, "/etc/sluice/../ca.pem");
 	assert_string_equal(c->audit_path, "/etc/sluice/log/audit.jsonl");
+	assert_int_equal(c->log_format, -1);	/* absent: as log_init found */
 	config_free(c);
 	/* A configuration named without a folder: as written (the cwd). */
 	assert_int_equal(config_parse("sluiced.yaml", y, sizeof(y) - 1, &c,
 	    &el), 0);
 	assert_string_equal(c->policy_dir, "policy.d");
 	config_free(c);
+}
+
+static void
+test_log_format(void **state)
+{
+	static const char base[] = "listen: {proxy: [\"127.0.0.1:3128\"]}\n"
+	    "resolvers: [\"1.1.1.1\"]\npolicy_dir: /p\n";
+	struct errlist el = ERRLIST_INIT;
+	struct config *c = NULL;
+	char y[256];
+
+	(void)state;
+	snprintf(y, sizeof(y), "%slog: {format: json}\n", base);
+	assert_int_equal(config_parse("/e/s.yaml", y, strlen(y), &c, &el), 0);
+	assert_int_equal(c->log_format, LOG_FMT_JSON);
+	config_free(c);
+	snprintf(y, sizeof(y), "%slog: {format: journal}\n", base);
+	assert_int_equal(config_parse("/e/s.yaml", y, strlen(y), &c, &el), 0);
+	assert_int_equal(c->log_format, LOG_FMT_JOURNAL);
+	config_free(c);
+	snprintf(y, sizeof(y), "%slog: {format: xml}\n", base);
+	assert_int_equal(config_parse("/e/s.yaml", y, strlen(y), &c, &el),
+	    SL_ERR_INVALID);
+	assert_non_null(strstr(el.msgs[el.n - 1], "/e/s.yaml:4:"));
+	assert_non_null(strstr(el.msgs[el.n - 1], "'log.format': 'xml'"));
+	errlist_free(&el);
 }
 
 static void
@@ -755,6 +783,7 @@ main(void)
 		cmocka_unit_test(test_full_file),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_relative_paths),
+		cmocka_unit_test(test_log_format),
 		cmocka_unit_test(test_scalar_forms),
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_unknown_keys),
