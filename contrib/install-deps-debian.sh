@@ -1,6 +1,7 @@
 #!/bin/sh
-# install-deps-debian.sh: every package sluice's build, tests, fuzzers and
-# benchmarks need on Debian 12 (bookworm).  Non-interactive and idempotent:
+# install-deps-debian.sh: every package sluice's build, tests and fuzzers
+# need on Debian 12 (bookworm); the benchmarks' peers are
+# tests/bench/install-deps.sh's (Debian would start them as services).  Non-interactive and idempotent:
 # when everything is installed already it changes nothing and needs no
 # network; otherwise it runs apt-get update and installs what is missing.
 # Run as root (or with sudo available).
@@ -16,7 +17,6 @@ libcmocka-dev node-llhttp
 nftables iproute2 curl dnsutils openssl python3 dnsmasq-base socat jq
 python3-jwt python3-cryptography
 clang libclang-rt-14-dev
-haproxy nginx-light libnginx-mod-stream wrk dnsperf
 "
 # build        build-essential .. pkg-config, the -dev libraries, node-llhttp
 #              (llhttp's C sources, compiled in when no libllhttp is found)
@@ -26,7 +26,6 @@ haproxy nginx-light libnginx-mod-stream wrk dnsperf
 #              python3-cryptography (the policy proxy of forward.sh)
 # fuzzers      clang, libclang-rt-14-dev (libFuzzer, ASan/UBSan runtimes;
 #              only a Recommends of clang, so named here)
-# benchmarks   haproxy nginx-light libnginx-mod-stream wrk dnsperf (tests/bench)
 
 force=0
 case "${1:-}" in

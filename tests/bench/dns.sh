@@ -14,7 +14,7 @@ secs=${BENCH_SECONDS:-8}
 WORLD_SRCDIR=$top
 . "$top/tests/integ/lib.sh"
 
-command -v dnsperf >/dev/null || { echo "bench: dnsperf not found (contrib/install-deps-debian.sh)"; exit 1; }
+command -v dnsperf >/dev/null || { echo "bench: dnsperf not found (tests/bench/install-deps.sh)"; exit 1; }
 [ -x "$SLUICED" ] || { echo "bench: no $SLUICED"; exit 1; }
 tmp=$(mktemp -d /dev/shm/sluice-dnsbench.XXXXXX)
 world_init dnsb$$

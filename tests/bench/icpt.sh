@@ -87,7 +87,7 @@ note() { echo "icpt-bench: $*" >&2; }
 [ "$(id -u)" = 0 ] || die "run as root"
 [ -x "$SLUICED" ] || die "no $SLUICED (set SLUICED or give BUILDDIR)"
 for t in nginx haproxy curl cc openssl taskset nft ip dnsmasq; do
-	command -v $t >/dev/null || die "$t not found (contrib/install-deps-debian.sh)"
+	command -v $t >/dev/null || die "$t not found (tests/bench/install-deps.sh)"
 done
 MITMDUMP=$(command -v mitmdump)
 case " $peers " in

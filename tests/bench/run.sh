@@ -18,7 +18,7 @@ WORLD_SRCDIR=$top
 . "$top/tests/integ/lib.sh"
 
 for t in nginx haproxy wrk curl python3; do
-	command -v $t >/dev/null || { echo "bench: $t not found (contrib/install-deps-debian.sh)"; exit 1; }
+	command -v $t >/dev/null || { echo "bench: $t not found (tests/bench/install-deps.sh)"; exit 1; }
 done
 [ -x "$SLUICED" ] || { echo "bench: no $SLUICED"; exit 1; }
 
