@@ -28,7 +28,7 @@ cat > "$tmp/sluiced.yaml" <<CFG
 listen: {transparent: ["0.0.0.0:15001"], dns: ["0.0.0.0:15053"], control: $tmp/control.sock}
 resolvers: ["198.18.1.2:53"]
 policy_dir: $tmp/pol
-state_dir: $tmp/state
+state_dir: $tmp/sbstate
 audit: {path: $tmp/audit.jsonl, fsync: batch}
 workers: 2
 limits: {dns_qps: 1000000}

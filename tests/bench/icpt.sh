@@ -182,7 +182,7 @@ cat > "$tmp/sluiced.yaml" <<CFG
 listen: {transparent: ["0.0.0.0:15001", "[::]:15001"], control: $tmp/control.sock}
 resolvers: ["198.18.1.2:53"]
 policy_dir: $tmp/pol
-state_dir: $tmp/state
+state_dir: $tmp/sbstate
 upstream_ca: $pki/ca.pem
 audit: {path: $AUD/audit.jsonl, fsync: ${ICPT_AUDIT_FSYNC:-batch}}
 workers: 1

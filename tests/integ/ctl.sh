@@ -320,7 +320,7 @@ listen:
 control_group: $CTL_GROUP
 resolvers: ["198.18.1.2:53"]
 policy_dir: $POLDIR
-state_dir: $WORK/state
+state_dir: $WORK/sbstate
 upstream_ca: $CA
 audit: {path: $AUDIT, fsync: always}
 workers: 2

@@ -218,7 +218,7 @@ listen:
   jwks: "198.18.1.1:19480"
 resolvers: ["198.18.1.2:53"]
 policy_dir: $POLDIR
-state_dir: $WORK/state
+state_dir: $WORK/sbstate
 signing_key: [$K/current.key, $K/previous.key]
 issuer: https://sluice.test
 token_ttl: 3s

@@ -188,7 +188,7 @@ listen:
   control: $SOCK
 resolvers: ["198.18.1.2:53"]
 policy_dir: $POLDIR
-state_dir: $WORK/state
+state_dir: $WORK/sbstate
 secret_dir: $SECDIR
 gateway_key: $KEYS/gateway.key
 upstream_ca: $CA

@@ -390,7 +390,7 @@ listen:
   control: $SOCK
 resolvers: ["198.18.1.2:53"]
 policy_dir: $POLDIR
-state_dir: $WORK/state
+state_dir: $WORK/sbstate
 upstream_ca: $CA
 secret_dir: $WORK/secrets
 gateway_key: $WORK/keys/gateway.key
@@ -1401,9 +1401,9 @@ state_restored() {
 	fp=$(jq -r .ca.fingerprint_sha256 <<<"$out")
 	api POST /v1/sandboxes "$BOX2"
 	[ "$st" = 201 ] || { why="box2: $st $(short "$out")"; return 1; }
-	[ -f "$WORK/state/box.json" ] && [ -f "$WORK/state/box2.json" ] ||
-	    { why="state_dir: $(ls "$WORK/state" | tr '\n' ' ')"; return 1; }
-	! grep -q 'PRIVATE KEY' "$WORK/state/box.json" || { why="a CA key in the clear"; return 1; }
+	[ -f "$WORK/sbstate/box.json" ] && [ -f "$WORK/sbstate/box2.json" ] ||
+	    { why="state_dir: $(ls "$WORK/sbstate" | tr '\n' ' ')"; return 1; }
+	! grep -q 'PRIVATE KEY' "$WORK/sbstate/box.json" || { why="a CA key in the clear"; return 1; }
 	restart || return 1
 	api GET /v1/sandboxes/box
 	[ "$st" = 200 ] && [ "$(jq -r .ca.fingerprint_sha256 <<<"$out")" = "$fp" ] &&
@@ -1424,7 +1424,7 @@ state_restored() {
 }
 state_corrupt() {
 	world_stop "$SL_PID" TERM 80
-	printf '{"version": 1, "id": "box2", "sources": [' >"$WORK/state/box2.json"
+	printf '{"version": 1, "id": "box2", "sources": [' >"$WORK/sbstate/box2.json"
 	daemon_start || return 1
 	api GET /v1/sandboxes/box2
 	[ "$st" = 404 ] || { why="box2 from a broken file: $st $(short "$out")"; return 1; }
@@ -1436,10 +1436,10 @@ state_corrupt() {
 	hello_ok allowed-tls
 }
 state_deleted() {
-	rm -f "$WORK/state/box2.json"
+	rm -f "$WORK/sbstate/box2.json"
 	api DELETE /v1/sandboxes/box
 	[ "$st" = 200 ] || { why="delete: $st"; return 1; }
-	[ ! -e "$WORK/state/box.json" ] || { why="box.json is still there"; return 1; }
+	[ ! -e "$WORK/sbstate/box.json" ] || { why="box.json is still there"; return 1; }
 	restart || return 1
 	api GET /v1/sandboxes/box
 	[ "$st" = 404 ] || { why="box after delete and restart: $st $(short "$out")"; return 1; }

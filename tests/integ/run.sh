@@ -321,7 +321,7 @@ listen:
   control: $SL_RUN/control.sock
 resolvers: ["198.18.1.2:53"]
 policy_dir: $SL_RUN/policy.d
-state_dir: $SL_RUN/state
+state_dir: $SL_RUN/sbstate
 upstream_ca: $CA
 audit: {path: $SL_RUN/audit.jsonl, fsync: always}
 workers: 2

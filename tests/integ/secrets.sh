@@ -190,7 +190,7 @@ listen:
   metrics: "127.0.0.1:19464"
 resolvers: ["198.18.1.2:53"]
 policy_dir: $POLDIR
-state_dir: $WORK/state
+state_dir: $WORK/sbstate
 secret_dir: $SECDIR
 gateway_key: [$KEYS/gateway.key, $WORK/keys2/gateway.key]
 upstream_ca: $CA
