@@ -2,6 +2,7 @@
 #include "autoconf.h"
 
 #include <getopt.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,27 +242,106 @@ cmd_sandbox_show(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	return rc;
 }
 
+#define BUNDLE_ROOTS	"/etc/ssl/certs/ca-certificates.crt"
+#define BUNDLE_MAX	(8 * 1024 * 1024)	/* a roots file */
+
+/*
+ * The roots file, then the sandbox's CA: one bundle a sandbox can point
+ * SSL_CERT_FILE or REQUESTS_CA_BUNDLE at without losing the hosts that
+ * are passed through (those variables replace the whole trust store).
+ */
+static int
+print_bundle(const struct cmd *c, const char *roots, const char *pem,
+    size_t len)
+{
+	char buf[65536];
+	size_t n, total = 0;
+	int last = '\n';
+	FILE *f;
+
+	if ((f = fopen(roots, "r")) == NULL) {
+		cmd_err(c, "cannot read %s: %s", roots, strerror(errno));
+		return EXIT_FAIL;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0 &&
+	    (total += n) <= BUNDLE_MAX) {
+		fwrite(buf, 1, n, stdout);
+		last = buf[n - 1];
+	}
+	fclose(f);
+	if (total > BUNDLE_MAX) {
+		cmd_err(c, "%s: larger than %d bytes", roots, BUNDLE_MAX);
+		return EXIT_FAIL;
+	}
+	if (last != '\n')
+		putchar('\n');
+	fwrite(pem, 1, len, stdout);
+	if (len > 0 && pem[len - 1] != '\n')
+		putchar('\n');
+	return EXIT_OK;
+}
+
 int
 cmd_sandbox_ca(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "bundle", no_argument, NULL, 'b' },
+		{ "roots", required_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	char target[TARGET_MAX];
 	struct http_req req = { "GET", target, NULL, NULL, 0 };
 	struct http_resp *resp = NULL;
+	const char *roots = NULL;
 	json_t *o = NULL;
-	int rc, first;
+	int ch, rc, bundle = 0;
 
-	if ((rc = cmd_args(ctl, c, argc, argv, 1, 1, &first)) != CMD_GO ||
-	    (rc = sandbox_target(c, target, argv[first], "/ca.pem")) != CMD_GO)
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'b':
+			bundle = 1;
+			break;
+		case 'r':
+			roots = optarg;
+			break;
+		case 'j':
+			ctl->json = 1;
+			break;
+		case 'h':
+			cmd_usage(c, stdout);
+			return EXIT_OK;
+		default:
+			return cmd_badopt(c, ch, argv);
+		}
+	}
+	if (optind >= argc)
+		return cmd_usage_err(c, "missing ID");
+	if (optind + 1 < argc)
+		return cmd_usage_err(c, "unexpected argument '%s'",
+		    argv[optind + 1]);
+	if (roots != NULL && !bundle)
+		return cmd_usage_err(c, "--roots goes with --bundle");
+	if (bundle && ctl->json)
+		return cmd_usage_err(c, "--bundle prints PEM, not --json");
+	if ((rc = sandbox_target(c, target, argv[optind], "/ca.pem")) !=
+	    CMD_GO)
 		return rc;
 	if ((rc = api_call(ctl, c, &req, &resp)) != EXIT_OK)
 		return rc;
-	if (!ctl->json) {
+	if (bundle)
+		rc = print_bundle(c, roots != NULL ? roots : BUNDLE_ROOTS,
+		    resp->body, resp->body_len);
+	else if (!ctl->json) {
 		fwrite(resp->body, 1, resp->body_len, stdout);
 		if (resp->body_len > 0 &&
 		    resp->body[resp->body_len - 1] != '\n')
 			putchar('\n');
 		rc = EXIT_OK;
-	} else if ((o = json_pack("{s:s, s:s%}", "id", argv[first], "ca_pem",
+	} else if ((o = json_pack("{s:s, s:s%}", "id", argv[optind], "ca_pem",
 	    resp->body, resp->body_len)) == NULL) {
 		cmd_err(c, "the daemon's certificate is not text");
 		rc = EXIT_FAIL;

@@ -19,7 +19,7 @@ static const struct cmd cmds[] = {
 	    "[--team T] [--project P]", cmd_sandbox_add },
 	{ "sandbox", "ls", "", cmd_sandbox_ls },
 	{ "sandbox", "show", "ID", cmd_sandbox_show },
-	{ "sandbox", "ca", "ID", cmd_sandbox_ca },
+	{ "sandbox", "ca", "ID [--bundle [--roots FILE]]", cmd_sandbox_ca },
 	{ "sandbox", "set-policy", "ID NAME|FILE", cmd_sandbox_set_policy },
 	{ "sandbox", "rm", "ID", cmd_sandbox_rm },
 	{ "policy", "ls", "", cmd_policy_ls },

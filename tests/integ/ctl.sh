@@ -1334,7 +1334,22 @@ ctl_sandbox_ca() {
 	sctl 0 --json sandbox ca cli1 || return 1
 	jout '.ca_pem | startswith("-----BEGIN CERTIFICATE-----")' || return 1
 	sctl 1 sandbox ca nosuch || return 1
-	sctl 2 sandbox ca
+	sctl 2 sandbox ca || return 1
+	# --bundle: the roots, then the sandbox's CA; a client that trusts
+	# only the bundle verifies a passed-through host's certificate and
+	# the sandbox's CA both
+	sctl 0 sandbox ca cli1 --bundle --roots "$CA" || return 1
+	printf '%s\n' "$cout" >"$WORK/bundle.pem"
+	[ "$(grep -c 'BEGIN CERTIFICATE' "$WORK/bundle.pem")" = $(( $(grep -c 'BEGIN CERTIFICATE' "$CA") + 1 )) ] &&
+	    [ "$(head -n "$(wc -l <"$CA")" "$WORK/bundle.pem")" = "$(cat "$CA")" ] &&
+	    grep -qF -- "$body" "$WORK/bundle.pem" ||
+	    { why="--bundle is not the roots then the CA: $(grep -c 'BEGIN CERTIFICATE' "$WORK/bundle.pem") certificates"; return 1; }
+	openssl verify -CAfile "$WORK/bundle.pem" "$PKI/allowed.test.pem" >/dev/null 2>&1 ||
+	    { why="the bundle does not verify a passed-through host: $(openssl verify -CAfile "$WORK/bundle.pem" "$PKI/allowed.test.pem" 2>&1 | tail -1)"; return 1; }
+	openssl verify -CAfile "$WORK/bundle.pem" <(printf '%s\n' "$body") >/dev/null 2>&1 ||
+	    { why="the bundle does not hold the sandbox's CA"; return 1; }
+	sctl 1 sandbox ca cli1 --bundle --roots "$WORK/no-such-roots.pem" || return 1
+	sctl 2 sandbox ca cli1 --roots "$CA"
 }
 ctl_sandbox_set_policy() {
 	sctl 0 sandbox set-policy cli1 ai-only || return 1
