@@ -16,6 +16,10 @@
 #      certificate (issued by the test root: sluice passed TLS through)
 #   2. a denied HTTPS request: a TLS access_denied alert
 #   3. a denied plain-HTTP request: 403 with a JSON body
+#   3b. its DNS, sent to its usual resolver, answered by sluice's filter:
+#      the allowed name resolves, the denied one is NXDOMAIN with an
+#      Extended DNS Error naming the policy
+#   3c. an allowed name sent to an address it does not own: refused
 #   4. a credential added on the way out: other.test is intercepted, and
 #      its requests get "Authorization: Bearer <api-token>" from a secret
 #      sealed with sluicectl seal; the upstream sees the token, the sandbox
@@ -24,8 +28,8 @@
 #      new one
 #   5. the sandbox's policy narrowed live to deny-all: the request of step
 #      1 is refused now, with nothing restarted; then the sandbox is deleted
-# and the audit lines sluiced wrote, and `sluicectl audit verify` checks
-# their hash chain and signed checkpoints.  Everything is torn down at the end.
+# and the audit lines sluiced wrote (sluicectl audit tail), and `sluicectl
+# audit verify` checks their hash chain and signed checkpoints.  Everything is torn down at the end.
 # Exit 0 only if everything behaved as expected.
 
 if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
@@ -45,7 +49,7 @@ die() { echo "demo: $*" >&2; exit 1; }
 WORLD_SRCDIR=$top
 . "$top/tests/integ/lib.sh" || die "cannot read tests/integ/lib.sh"
 why=$(world_available) || die "$why"
-for t in curl openssl dnsmasq; do
+for t in curl openssl dnsmasq dig; do
 	command -v "$t" >/dev/null 2>&1 || die "$t not found (sh contrib/install-deps-debian.sh)"
 done
 [ -n "$PY" ] || die "python3 not found"
@@ -154,6 +158,26 @@ sed 's/^/  /' "$RUN/3.out"
 grep -q 'HTTP 403' "$RUN/3.out" || bad "expected 403"
 grep -q '"denied"' "$RUN/3.out" || bad "expected a JSON body naming the denial"
 
+say "3b. The sandbox's DNS goes to sluice, judged by the same policy"
+for n in allowed.test denied.test; do
+	echo "  sandbox\$ dig $n    (to its usual resolver 198.18.1.2; the firewall sends it to sluice)"
+	sandbox dig +time=2 +tries=1 @198.18.1.2 "$n" A >"$RUN/dig.$n" 2>&1
+	sed -n 's/^;; ->>HEADER<<- .*\(status: [A-Z]*\).*/\1/p; s/^; EDE: /EDE: /p; /^[a-z].*IN[[:space:]]*A[[:space:]]/p' "$RUN/dig.$n" | sed 's/^/    /'
+done
+grep -q 'status: NOERROR' "$RUN/dig.allowed.test" && grep -q '198\.18\.1\.10' "$RUN/dig.allowed.test" ||
+    bad "expected allowed.test to resolve through sluice"
+grep -q 'status: NXDOMAIN' "$RUN/dig.denied.test" && grep -q 'EDE: 15 (Blocked)' "$RUN/dig.denied.test" ||
+    bad "expected NXDOMAIN with an Extended DNS Error for denied.test"
+
+say "3c. An allowed name, sent to an address it does not own"
+echo "  sandbox\$ curl --resolve allowed.test:443:198.18.1.12 https://allowed.test/   (denied.test's address)"
+sandbox $CURL --resolve allowed.test:443:198.18.1.12 https://allowed.test/ \
+    >"$RUN/3c.body" 2>"$RUN/3c.err"
+rc=$?
+echo "  exit $rc: $(cat "$RUN/3c.err")"
+echo "  (sluice resolved allowed.test itself: a name lets a connection go only to its own addresses)"
+[ $rc = 35 ] || bad "expected curl exit 35 (TLS alert): the name does not own the address"
+
 say "4. A credential the sandbox never holds"
 echo "  \$ sluicectl secret ls"
 ctl secret ls 2>&1 | sed 's/^/  /'
@@ -223,13 +247,15 @@ else
 	echo "  done"
 fi
 
-say "The audit trail ($RUN/audit.jsonl)"
-sed 's/^/  /' "$RUN/audit.jsonl"
+say "The audit trail, as sluicectl shows it"
+echo "  \$ sluicectl audit tail --file audit.jsonl -n 40"
+"$SLUICECTL" audit tail --file "$RUN/audit.jsonl" -n 40 2>&1 | sed 's/^/  /'
 "$PY" - "$RUN/audit.jsonl" <<'EOF' || ok=0
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 want = [("pass", "allowed.test", "agent"), ("deny", "denied.test", "agent"),
-        ("deny", "denied.test", "agent"), ("deny", "allowed.test", "default")]
+        ("deny", "denied.test", "agent"), ("deny", "allowed.test", "agent"),
+        ("deny", "allowed.test", "default")]
 got = sorted((r.get("action"), r.get("sni") or r.get("host"), r.get("policy"))
              for r in recs if r.get("type") == "conn" and
              (r.get("sni") or r.get("host")) != "other.test")
