@@ -40,7 +40,7 @@ usage(FILE *f)
 /*
  * Every inject rule's templates against the secrets in force: a secret
  * the store does not have, or one bound to other hosts than the rule's,
- * would refuse every request the rule matches.  For a rule whose host is
+ * would refuse every request the rule matches (reported in warns).  For a rule whose host is
  * a pattern the binding is checked against the pattern's apex.
  */
 static void
@@ -107,13 +107,12 @@ check_config(struct config *cfg)
 	else if (ss != NULL && (secret_store_load(ss, NULL, &set, NULL, NULL,
 	    &errs) != 0 || errs.n > 0))
 		r = SL_ERR_INVALID;
-	if (st != NULL && ss != NULL) {
-		size_t n = errs.n;
-
-		check_injections(st, set, &errs);
-		if (errs.n > n)
-			r = SL_ERR_INVALID;
-	}
+	/*
+	 * Warnings, not errors: secrets come and go live (secret_dir,
+	 * PUT /v1/secrets), so a policy may name one before it arrives.
+	 */
+	if (st != NULL && ss != NULL)
+		check_injections(st, set, &warns);
 	for (i = 0; i < warns.n; i++)
 		fprintf(stderr, "warning: %s\n", warns.msgs[i]);
 	for (i = 0; i < errs.n; i++)
