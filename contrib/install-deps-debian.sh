@@ -14,7 +14,7 @@ PKGS="
 build-essential autoconf automake libtool pkg-config
 libssl-dev libevent-dev libyaml-dev libsodium-dev libjansson-dev libidn2-dev
 libcmocka-dev node-llhttp
-nftables iproute2 curl dnsutils openssl python3 dnsmasq-base socat jq
+nftables iproute2 curl dnsutils openssl python3 dnsmasq-base socat jq systemd
 python3-jwt python3-cryptography
 clang libclang-rt-14-dev
 "
@@ -22,7 +22,8 @@ clang libclang-rt-14-dev
 #              (llhttp's C sources, compiled in when no libllhttp is found)
 # unit tests   libcmocka-dev
 # integration  nftables iproute2 curl dnsutils openssl python3 dnsmasq-base
-#              socat jq (tests/integ, contrib/demo.sh); python3-jwt
+#              socat jq (tests/integ, contrib/demo.sh); systemd (its
+#              systemd-analyze rates contrib/systemd/); python3-jwt
 #              python3-cryptography (the policy proxy of forward.sh)
 # fuzzers      clang, libclang-rt-14-dev (libFuzzer, ASan/UBSan runtimes;
 #              only a Recommends of clang, so named here)

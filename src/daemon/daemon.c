@@ -192,6 +192,32 @@ drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
 		worker_post_cmd(&d->workers[i], WORKER_CMD_STOP);
 }
 
+/* The service manager is told: serving, and how. */
+static void
+notify_ready(struct daemon *d)
+{
+	char msg[160];
+
+	snprintf(msg, sizeof(msg), "READY=1\nSTATUS=serving: %zu workers, "
+	    "%zu policies, %zu sandboxes", d->nworkers, d->state->npolicies,
+	    d->state->nsandboxes);
+	notify_send(&d->notify, msg);
+}
+
+/* A reload begins (sd_notify(3): RELOADING with the monotonic time). */
+static void
+notify_reloading(struct daemon *d)
+{
+	struct timespec ts;
+	char msg[96];
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
+	    (unsigned long long)ts.tv_sec * 1000000 +
+	    (unsigned long long)ts.tv_nsec / 1000);
+	notify_send(&d->notify, msg);
+}
+
 static void
 signal_cb(evutil_socket_t sig, short what, void *arg)
 {
@@ -204,7 +230,9 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	if (sig == SIGHUP) {
+		notify_reloading(d);
 		publish_reload(d, NULL, NULL);
+		notify_ready(d);
 		return;
 	}
 	if (d->draining) {
@@ -213,6 +241,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	d->draining = 1;
+	notify_send(&d->notify, "STOPPING=1\nSTATUS=draining");
 	log_info("daemon", "draining: no new connections, waiting up to %u ms",
 	    d->cfg->timeouts.drain);
 	for (i = 0; i < d->nworkers; i++)
@@ -324,6 +353,7 @@ daemon_run(struct config *cfg)
 	harden_process();
 	if ((d.base = event_base_new()) == NULL)
 		goto out;
+	notify_open(&d.notify, d.base);
 	/* What --check checks on this host stops the start too. */
 	{
 		struct errlist warns = ERRLIST_INIT;
@@ -404,6 +434,7 @@ daemon_run(struct config *cfg)
 		goto out;
 	log_info("daemon", "sluiced %s running: %zu workers, %zu policies",
 	    PACKAGE_VERSION, d.nworkers, d.state->npolicies);
+	notify_ready(&d);
 	event_base_loop(d.base, EVLOOP_NO_EXIT_ON_EMPTY);
 	status = 0;
 	log_info("daemon", "stopped");
@@ -425,6 +456,7 @@ daemon_run(struct config *cfg)
 	if (d.drain_timer != NULL)
 		event_free(d.drain_timer);
 	ctl_free(d.ctl);
+	notify_close(&d.notify);
 	daemon_secrets_close(&d);
 	SSL_CTX_free(d.tls_down);
 	tlsup_free(d.tls_up);

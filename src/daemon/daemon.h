@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/notify.h"
+
 struct config;
 struct audit;
 struct state;
@@ -45,6 +47,7 @@ struct daemon {
 	int			 inotify;	/* watches secret_dir, or -1 */
 	int			 state_ok;	/* state_dir keeps registrations */
 	unsigned long long	 reloads_ok, reloads_failed;	/* SIGHUP, /v1/reload */
+	struct notify		 notify;	/* the service manager (notify.h) */
 	struct event		*inotify_ev, *rescan_ev;
 };
 

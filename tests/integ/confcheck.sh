@@ -17,6 +17,10 @@
 #   start_refuses       the start stops on the same errors, naming them
 #   log_json            log: {format: json}: one JSON object a line
 #   log_journal         stderr is the journal: priority prefixes, no time
+#   notify_protocol     Type=notify: READY, RELOADING then READY, WATCHDOG,
+#                       STOPPING, as sd_notify(3) says
+#   unit_hardened       contrib/systemd/sluiced.service: systemd-analyze
+#                       security rates it at most 2.0 ("OK")
 # Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
 
 # shellcheck source=tests/integ/check.sh
@@ -185,6 +189,68 @@ log_journal() {
 	    { why="text lines: $(short "$(head -c 300 "$WORK/run.log")")"; return 1; }
 }
 
+# Type=notify: READY once it serves, RELOADING then READY on SIGHUP,
+# WATCHDOG=1 every half period, STOPPING on SIGTERM (sd_notify(3))
+notify_protocol() {
+	local lis pid i
+	policy tok api.example.test
+	config
+	sed -i "s|127.0.0.1:15001|127.0.0.1:$LISTEN_PORT|" "$WORK/sluiced.yaml"
+	rm -f "$WORK/notify.sock" "$WORK/notify.out"
+	"$PY" - "$WORK/notify.sock" >"$WORK/notify.out" 2>&1 <<-'P' &
+	import socket, sys, time
+	s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+	s.bind(sys.argv[1])
+	s.settimeout(8)
+	end = time.time() + 8
+	while time.time() < end:
+	    try:
+	        m = s.recv(4096).decode()
+	    except socket.timeout:
+	        break
+	    print(m.replace("\n", "|"), flush=True)
+	    if m.startswith("STOPPING=1"):
+	        break
+	P
+	lis=$!
+	for i in $(seq 1 50); do [ -S "$WORK/notify.sock" ] && break; sleep 0.1; done
+	NOTIFY_SOCKET=$WORK/notify.sock WATCHDOG_USEC=400000 "$SLUICED" -c "$WORK/sluiced.yaml" 2>"$WORK/run.log" &
+	pid=$!
+	for i in $(seq 1 50); do grep -q '^READY=1' "$WORK/notify.out" && break; sleep 0.1; done
+	kill -HUP "$pid"
+	sleep 1
+	kill -TERM "$pid"
+	wait "$pid"
+	rc=$?
+	wait "$lis"
+	[ "$rc" = 0 ] || { why="exit $rc: $(short "$(cat "$WORK/run.log")")"; return 1; }
+	grep -q '^READY=1|STATUS=serving: ' "$WORK/notify.out" &&
+	    grep -q '^RELOADING=1|MONOTONIC_USEC=[0-9][0-9]*$' "$WORK/notify.out" &&
+	    [ "$(grep -c '^READY=1' "$WORK/notify.out")" -ge 2 ] &&
+	    [ "$(grep -c '^WATCHDOG=1$' "$WORK/notify.out")" -ge 2 ] &&
+	    [ "$(tail -1 "$WORK/notify.out")" = 'STOPPING=1|STATUS=draining' ] ||
+	    { why="the service manager heard: $(tr '\n' ' ' <"$WORK/notify.out")"; return 1; }
+	# READY comes after RELOADING on the reload
+	awk '/^RELOADING=1/ { r = NR } /^READY=1/ && r && NR > r { ok = 1 } END { exit !ok }' "$WORK/notify.out" ||
+	    { why="no READY after RELOADING: $(tr '\n' ' ' <"$WORK/notify.out")"; return 1; }
+}
+# the shipped unit is hardened: systemd-analyze rates it "OK" (<= 2.0)
+unit_hardened() {
+	local score
+	if ! command -v systemd-analyze >/dev/null 2>&1; then
+		why="systemd-analyze not found"
+		return 1
+	fi
+	out=$(systemd-analyze security --offline=yes "$top_srcdir/contrib/systemd/sluiced.service" 2>&1)
+	score=$(sed -n 's/.*Overall exposure level for sluiced.service: \([0-9.]*\).*/\1/p' <<<"$out")
+	[ -n "$score" ] && awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }' ||
+	    { why="exposure '$score': $(short "$(tail -3 <<<"$out")")"; return 1; }
+	grep -q '^Type=notify$' "$top_srcdir/contrib/systemd/sluiced.service" &&
+	    grep -q '^ExecReload=/bin/kill -HUP \$MAINPID$' "$top_srcdir/contrib/systemd/sluiced.service" &&
+	    grep -q '^WatchdogSec=' "$top_srcdir/contrib/systemd/sluiced.service" ||
+	    { why="the unit lacks Type=notify, ExecReload or WatchdogSec"; return 1; }
+}
+
 check check_ok check_ok
 check check_user check_user
 check check_group check_group
@@ -195,5 +261,7 @@ check check_warnings check_warnings
 check start_refuses start_refuses
 check log_json log_json
 check log_journal log_journal
+check notify_protocol notify_protocol
+check unit_hardened unit_hardened
 
 check_done
