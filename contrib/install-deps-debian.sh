@@ -15,7 +15,7 @@ build-essential autoconf automake libtool pkg-config
 libssl-dev libevent-dev libyaml-dev libsodium-dev libjansson-dev libidn2-dev
 libcmocka-dev node-llhttp
 nftables iproute2 curl dnsutils openssl python3 dnsmasq-base socat jq systemd
-python3-jwt python3-cryptography
+python3-jwt python3-cryptography python3-yaml
 clang libclang-rt-14-dev
 "
 # build        build-essential .. pkg-config, the -dev libraries, node-llhttp
@@ -23,7 +23,8 @@ clang libclang-rt-14-dev
 # unit tests   libcmocka-dev
 # integration  nftables iproute2 curl dnsutils openssl python3 dnsmasq-base
 #              socat jq (tests/integ, contrib/demo.sh); systemd (its
-#              systemd-analyze rates contrib/systemd/); python3-jwt
+#              systemd-analyze rates contrib/systemd/); python3-yaml
+#              (contrib/monitoring is checked); python3-jwt
 #              python3-cryptography (the policy proxy of forward.sh)
 # fuzzers      clang, libclang-rt-14-dev (libFuzzer, ASan/UBSan runtimes;
 #              only a Recommends of clang, so named here)

@@ -1183,6 +1183,28 @@ metrics_facts() {
 	    [ -n "$(mval sluice_audit_queue_depth)" ] ||
 	    { why="audit writer health: failing '$(mval sluice_audit_failing)', errors '$(mval sluice_audit_errors_total)', queue '$(mval sluice_audit_queue_depth)'"; return 1; }
 }
+# contrib/monitoring names only metrics that exist: every sluice_* name in
+# the alert rules and the dashboard is on a live /metrics, and each rule
+# has what Prometheus needs
+monitoring_names() {
+	local t bad="" f=$top_srcdir/contrib/monitoring
+	api GET /metrics
+	for t in $(grep -ohE 'sluice_[a-z_]+' "$f/sluice.rules.yml" "$f/grafana-sluice.json" | sort -u); do
+		grep -qE "^# TYPE $t |^$t[{ ]" <<<"$body" || bad="$bad $t"
+	done
+	[ -z "$bad" ] || { why="named in contrib/monitoring, not on /metrics:$bad"; return 1; }
+	"$PY" - "$f/sluice.rules.yml" "$f/grafana-sluice.json" <<-'P' || { why="contrib/monitoring is malformed"; return 1; }
+	import json, sys, yaml
+	doc = yaml.safe_load(open(sys.argv[1]))
+	rules = [r for g in doc["groups"] for r in g["rules"]]
+	assert len(rules) >= 6
+	for r in rules:
+	    assert r["alert"] and r["expr"] and r["labels"]["severity"] in ("critical", "warning")
+	    assert r["annotations"]["summary"]
+	dash = json.load(open(sys.argv[2]))
+	assert all(t["expr"] for p in dash["panels"] for t in p["targets"])
+	P
+}
 metrics_socket() {
 	api GET /metrics
 	[ "$st" = 200 ] || { why="status $st"; return 1; }
@@ -1211,6 +1233,7 @@ metrics_tcp() {
 }
 
 check metrics_socket metrics_socket
+check monitoring_names monitoring_names
 check metrics_tcp metrics_tcp
 
 # ================================================================ ctl
