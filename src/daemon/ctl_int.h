@@ -70,6 +70,8 @@ int	ctl_secrets(struct daemon *d, const struct ctl_req *q,
 int	ctl_write_atomic(const char *path, const char *buf, size_t len);
 int	ctl_write_atomic_mode(const char *path, const char *buf, size_t len,
 	    mode_t mode);
+/* fsync of a folder: a rename or removal in it survives a crash. */
+void	ctl_sync_dir(const char *dir);
 
 struct ca;
 /*

@@ -55,6 +55,17 @@ list_policies(struct daemon *d, struct ctl_resp *r)
 	    "generation", (json_int_t)st->generation, "policies", arr));
 }
 
+void
+ctl_sync_dir(const char *dir)
+{
+	int fd;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
 int
 ctl_write_atomic(const char *path, const char *buf, size_t len)
 {
@@ -97,13 +108,10 @@ ctl_write_atomic_mode(const char *path, const char *buf, size_t len,
 	if (rename(tmp, path) != 0)
 		goto fail;
 	/* The rename itself survives a crash once the folder is synced. */
-	if (slash != NULL && (size_t)(slash - path) < sizeof(tmp)) {
+	if (slash != NULL) {
 		snprintf(tmp, sizeof(tmp), "%.*s", slash == path ? 1 :
 		    (int)(slash - path), path);
-		if ((fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
-			fsync(fd);
-			close(fd);
-		}
+		ctl_sync_dir(tmp);
 	}
 	return 0;
  fail:

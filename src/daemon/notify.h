@@ -23,10 +23,10 @@ struct notify {
  * Reads $NOTIFY_SOCKET (a path, or "@name" in the abstract namespace)
  * and $WATCHDOG_USEC (for this process unless $WATCHDOG_PID names
  * another); without them every call is a no-op.  The variables are
- * unset, so no child inherits them.  0, or -1 when the socket cannot be
- * made (logged; the daemon runs on).
+ * unset, so no child inherits them.  A socket that cannot be made is
+ * logged, and the daemon runs on unnotified.
  */
-int	notify_open(struct notify *n, struct event_base *base);
+void	notify_open(struct notify *n, struct event_base *base);
 /* Sends msg ("READY=1", "STOPPING=1", ... newline-separated). */
 void	notify_send(struct notify *n, const char *msg);
 void	notify_close(struct notify *n);

@@ -73,12 +73,6 @@ sbstore_open(struct daemon *d)
 	d->state_ok = 1;
 }
 
-void
-sbstore_close(struct daemon *d)
-{
-	d->state_ok = 0;
-}
-
 static int
 file_path(const struct daemon *d, const char *id, char *buf, size_t len)
 {
@@ -187,7 +181,6 @@ int
 sbstore_remove(struct daemon *d, const char *id, char *why, size_t why_len)
 {
 	char path[4096];
-	int fd;
 
 	if (!d->state_ok)
 		return 0;
@@ -200,11 +193,7 @@ sbstore_remove(struct daemon *d, const char *id, char *why, size_t why_len)
 		    strerror(errno));
 		return -1;
 	}
-	if ((fd = open(d->cfg->state_dir, O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) != -1) {
-		fsync(fd);	/* the removal survives a crash */
-		close(fd);
-	}
+	ctl_sync_dir(d->cfg->state_dir);	/* the removal survives a crash */
 	return 0;
 }
 

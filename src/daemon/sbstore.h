@@ -20,7 +20,6 @@ struct sandbox;
  * sbstore_put and sbstore_remove do nothing.
  */
 void	sbstore_open(struct daemon *d);
-void	sbstore_close(struct daemon *d);
 /*
  * Writes sb's registration (policy: the name or inline object it was
  * given) to state_dir/ID.json: temporary file, fsync, rename, fsync of
