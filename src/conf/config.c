@@ -354,7 +354,10 @@ get_bool(struct ycheck *x, const struct ynode *map, const char *parent,
 	const struct ynode *n;
 	char path[64];
 
-	snprintf(path, sizeof(path), "%s.%s", parent, key);
+	if (parent != NULL)
+		snprintf(path, sizeof(path), "%s.%s", parent, key);
+	else
+		snprintf(path, sizeof(path), "%s", key);
 	if ((n = ynode_get(map, key)) == NULL || !ycheck_string(x, n, path))
 		return;
 	if (strcmp(n->scalar, "true") == 0)
@@ -799,7 +802,8 @@ config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 	static const char *const keys[] = { "listen", "resolvers", "policy_dir",
 	    "secret_dir", "gateway_key", "signing_key", "issuer", "upstream_ca",
 	    "audit", "workers", "user", "limits", "timeouts", "sandboxes",
-	    "control_group", "ca", "token_ttl", "state_dir", "log", NULL };
+	    "control_group", "ca", "token_ttl", "state_dir", "log",
+	    "watch_policies", NULL };
 
 	if (root != NULL && root->kind != YNODE_MAP) {
 		ycheck_err(x, root->line, root->col,
@@ -812,6 +816,7 @@ config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 		get_endpoints(x, root, "resolvers", "resolvers", 1,
 		    &c->resolvers, &c->nresolvers);
 		get_string(x, root, "policy_dir", "policy_dir", &c->policy_dir);
+		get_bool(x, root, NULL, "watch_policies", &c->watch_policies);
 		get_string(x, root, "state_dir", "state_dir", &c->state_dir);
 		get_string(x, root, "secret_dir", "secret_dir", &c->secret_dir);
 		get_paths(x, root, "gateway_key", &c->gateway_keys,

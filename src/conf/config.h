@@ -37,6 +37,7 @@ struct config {
 	struct endpoint	*metrics;	/* NULL when absent */
 	struct endpoint	*resolvers;	size_t nresolvers;
 	char		*policy_dir;
+	int		 watch_policies;	/* reload when policy_dir changes */
 	char		*state_dir;	/* sandboxes of the API: /var/lib/sluice/state */
 	/* Where some keys were written (0: not set), for config_check_system. */
 	struct {

@@ -205,47 +205,15 @@ put_policy(struct daemon *d, const char *name, const struct ctl_req *q,
 	errlist_free(&errs);
 }
 
-/* One policy_change record for each named policy a reload changed. */
-static void
-audit_reload(struct daemon *d, const struct state *before, uid_t uid)
-{
-	const struct state *now = d->state;
-	const struct policy *p, *was;
-	size_t i;
-
-	for (i = 0; i < now->npolicies; i++) {
-		p = now->policies[i];
-		was = state_policy(before, p->name);
-		if (was != NULL && was->revision == p->revision)
-			continue;
-		ctl_audit(d, "policy_change", uid, json_pack("{s:s, s:I, s:I,"
-		    " s:s, s:s, s:I}", "policy", p->name,
-		    "revision", (json_int_t)p->revision,
-		    "previous_revision", (json_int_t)(was ? was->revision : 0),
-		    "file", p->file, "cause", "reload",
-		    "generation", (json_int_t)now->generation));
-	}
-	for (i = 0; i < before->npolicies; i++)
-		if (state_policy(now, before->policies[i]->name) == NULL)
-			ctl_audit(d, "policy_change", uid, json_pack("{s:s, s:n,"
-			    " s:I, s:s, s:I}", "policy", before->policies[i]->name,
-			    "revision", "previous_revision",
-			    (json_int_t)before->policies[i]->revision,
-			    "cause", "reload",
-			    "generation", (json_int_t)now->generation));
-}
-
 static void
 reload(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 {
 	struct errlist errs = ERRLIST_INIT, serrs = ERRLIST_INIT;
-	struct state *before = state_ref(d->state);
 
-	if (publish_reload(d, &errs, &serrs) != 0) {
+	if (publish_reload(d, "reload", (long)q->uid, &errs, &serrs) != 0) {
 		ctl_reply_error(r, 409, &errs, "policies not reloaded: %zu "
 		    "error(s); the policies in force stay", errs.n);
 	} else {
-		audit_reload(d, before, q->uid);
 		if (serrs.n > 0)
 			ctl_reply_error(r, 409, &serrs, "reloaded, but %zu secret "
 			    "file(s) were refused; their versions in force stay",
@@ -258,7 +226,6 @@ reload(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 			    d->state->secrets->n : 0)));
 		r->wait_gen = d->state->generation;
 	}
-	state_unref(before);
 	errlist_free(&errs);
 	errlist_free(&serrs);
 }

@@ -26,6 +26,7 @@
 #include "keys/tlsterm.h"
 #include "keys/tlsup.h"
 #include "audit/audit.h"
+#include "loop/dirwatch.h"
 #include "loop/state.h"
 #include "dns/dnsmem.h"
 #include "daemon/ctl.h"
@@ -218,6 +219,39 @@ notify_reloading(struct daemon *d)
 	notify_send(&d->notify, msg);
 }
 
+/* A reload that is not the API's: SIGHUP, policy_dir changed. */
+static void
+reload_now(struct daemon *d, const char *cause)
+{
+	notify_reloading(d);
+	publish_reload(d, cause, -1, NULL, NULL);
+	notify_ready(d);
+}
+
+static void
+policies_changed(void *arg)
+{
+	struct daemon *d = arg;
+
+	if (!d->draining)
+		reload_now(d, "watch");
+}
+
+/* watch_policies: asked for, so a folder that cannot be watched stops us. */
+static int
+watch_policies(struct daemon *d)
+{
+	if (!d->cfg->watch_policies)
+		return 0;
+	if ((d->policy_watch = dirwatch_new(d->base, d->cfg->policy_dir,
+	    state_policy_file, policies_changed, d)) == NULL) {
+		log_errx("daemon", "watch_policies: cannot watch %s: %s",
+		    d->cfg->policy_dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static void
 signal_cb(evutil_socket_t sig, short what, void *arg)
 {
@@ -230,9 +264,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	if (sig == SIGHUP) {
-		notify_reloading(d);
-		publish_reload(d, NULL, NULL);
-		notify_ready(d);
+		reload_now(d, "sighup");
 		return;
 	}
 	if (d->draining) {
@@ -346,7 +378,6 @@ daemon_run(struct config *cfg)
 
 	memset(&d, 0, sizeof(d));
 	d.cfg = cfg;
-	d.inotify = -1;
 	d.generation = 1;
 	d.applied = 1;
 	d.started = time(NULL);
@@ -430,7 +461,8 @@ daemon_run(struct config *cfg)
 	for (started = 0; started < d.nworkers; started++)
 		if (worker_start(&d.workers[started]) != 0)
 			goto out;
-	if (daemon_secrets_watch(&d) != 0 || ctl_start(d.ctl) != 0)
+	if (daemon_secrets_watch(&d) != 0 || watch_policies(&d) != 0 ||
+	    ctl_start(d.ctl) != 0)
 		goto out;
 	log_info("daemon", "sluiced %s running: %zu workers, %zu policies",
 	    PACKAGE_VERSION, d.nworkers, d.state->npolicies);
@@ -458,6 +490,7 @@ daemon_run(struct config *cfg)
 	ctl_free(d.ctl);
 	notify_close(&d.notify);
 	daemon_secrets_close(&d);
+	dirwatch_free(d.policy_watch);
 	SSL_CTX_free(d.tls_down);
 	tlsup_free(d.tls_up);
 	if (d.applied_ev != NULL)

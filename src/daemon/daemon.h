@@ -44,11 +44,11 @@ struct daemon {
 	struct tlsup		*tls_up;	/* interception, towards upstreams */
 	struct secret_store	*secrets;	/* NULL: secrets are off */
 	struct signkey		*signkey;	/* NULL: no signing_key */
-	int			 inotify;	/* watches secret_dir, or -1 */
+	struct dirwatch		*secret_watch;	/* secret_dir, or NULL */
+	struct dirwatch		*policy_watch;	/* watch_policies, or NULL */
 	int			 state_ok;	/* state_dir keeps registrations */
 	unsigned long long	 reloads_ok, reloads_failed;	/* SIGHUP, /v1/reload */
 	struct notify		 notify;	/* the service manager (notify.h) */
-	struct event		*inotify_ev, *rescan_ev;
 };
 
 /* Runs the daemon until SIGTERM; returns the exit status. */

@@ -1,32 +1,28 @@
 /*
  * daemon_secrets.c: the daemon's side of the secret store.  secret_dir is
  * the one source of secrets: it is read at start and on reload, watched
- * with inotify (a rename into place is the atomic update), and the control
+ * (loop/dirwatch.h: a rename into place is the atomic update), and the control
  * API writes its files too.  Every change becomes a new snapshot with a
  * new secret set, and an audit record.
  */
 #include "autoconf.h"
 
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/event.h>
 #include <jansson.h>
 
 #include "util/log.h"
 #include "conf/config.h"
 #include "keys/secrets.h"
 #include "audit/audit.h"
+#include "loop/dirwatch.h"
 #include "loop/state.h"
 #include "daemon/daemon.h"
 #include "daemon/publish.h"
-
-#define RESCAN_DELAY_MS	50	/* events of one rename or write come together */
 
 void
 daemon_audit_secret(struct daemon *d, const struct secret *old,
@@ -86,7 +82,7 @@ daemon_secrets_load(struct daemon *d, const char *cause,
 
 /* The folder changed: read it again and put what changed in force. */
 static void
-rescan_cb(evutil_socket_t fd, short what, void *arg)
+secrets_changed(void *arg)
 {
 	struct errlist errs = ERRLIST_INIT;
 	struct daemon *d = arg;
@@ -105,31 +101,14 @@ rescan_cb(evutil_socket_t fd, short what, void *arg)
 	errlist_free(&errs);
 }
 
-static void
-inotify_cb(evutil_socket_t fd, short what, void *arg)
+/* What secret_dir is read for: NAME.sealed, no dot (our temporary files). */
+static int
+sealed_name(const char *name)
 {
-	struct daemon *d = arg;
-	char buf[16 * (sizeof(struct inotify_event) + NAME_MAX + 1)]
-	    __attribute__((aligned(__alignof__(struct inotify_event))));
-	const struct inotify_event *ev;
-	struct timeval tv = { 0, RESCAN_DELAY_MS * 1000 };
-	ssize_t n;
-	size_t off, len;
-	int relevant = 0;
+	size_t len = strlen(name);
 
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		for (off = 0; off + sizeof(*ev) <= (size_t)n;
-		    off += sizeof(*ev) + ev->len) {
-			ev = (const struct inotify_event *)(buf + off);
-			len = ev->len > 0 ? strlen(ev->name) : 0;
-			/* Our own temporary files start with a dot. */
-			if ((ev->mask & IN_Q_OVERFLOW) || (len > 7 &&
-			    ev->name[0] != '.' &&
-			    strcmp(ev->name + len - 7, ".sealed") == 0))
-				relevant = 1;
-		}
-	if (relevant)
-		evtimer_add(d->rescan_ev, &tv);
+	return name[0] != '.' && len > 7 &&
+	    strcmp(name + len - 7, ".sealed") == 0;
 }
 
 int
@@ -139,7 +118,6 @@ daemon_secrets_open(struct daemon *d, struct errlist *errs)
 	size_t n;
 	int r;
 
-	d->inotify = -1;
 	if ((r = secret_store_new(d->cfg, &d->secrets, errs)) != 0 ||
 	    d->secrets == NULL)
 		return r;
@@ -162,32 +140,21 @@ daemon_secrets_watch(struct daemon *d)
 {
 	if (d->secrets == NULL)
 		return 0;
-	if ((d->inotify = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 ||
-	    inotify_add_watch(d->inotify, d->secrets->dir, IN_CLOSE_WRITE |
-	    IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ONLYDIR) < 0) {
+	if ((d->secret_watch = dirwatch_new(d->base, d->secrets->dir,
+	    sealed_name, secrets_changed, d)) == NULL) {
+		if (errno == ENOMEM)
+			return SL_ERR_NOMEM;
 		log_warnx("secrets", "cannot watch %s (%s); changes apply on "
 		    "reload only", d->secrets->dir, strerror(errno));
-		return 0;
 	}
-	d->inotify_ev = event_new(d->base, d->inotify, EV_READ | EV_PERSIST,
-	    inotify_cb, d);
-	d->rescan_ev = evtimer_new(d->base, rescan_cb, d);
-	if (d->inotify_ev == NULL || d->rescan_ev == NULL ||
-	    event_add(d->inotify_ev, NULL) != 0)
-		return SL_ERR_NOMEM;
 	return 0;
 }
 
 void
 daemon_secrets_close(struct daemon *d)
 {
-	if (d->inotify_ev != NULL)
-		event_free(d->inotify_ev);
-	if (d->rescan_ev != NULL)
-		event_free(d->rescan_ev);
-	if (d->inotify >= 0)
-		close(d->inotify);
-	d->inotify = -1;
+	dirwatch_free(d->secret_watch);
+	d->secret_watch = NULL;
 	secret_store_free(d->secrets);
 	d->secrets = NULL;
 }

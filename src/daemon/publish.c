@@ -11,10 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "util/err.h"
 #include "util/log.h"
 #include "keys/idkeys.h"
 #include "keys/secrets.h"
+#include "audit/audit.h"
+#include "conf/policy.h"
 #include "loop/state.h"
 #include "daemon/daemon.h"
 #include "daemon/publish.h"
@@ -33,23 +37,66 @@ publish_state(struct daemon *d, struct state *st)
 	return st->generation;
 }
 
+static void
+audit_policy_change(struct daemon *d, json_t *rec, const char *cause,
+    long uid)
+{
+	if (rec == NULL)
+		return;
+	json_object_set_new(rec, "cause", json_string(cause));
+	json_object_set_new(rec, "generation",
+	    json_integer((json_int_t)d->state->generation));
+	if (uid >= 0)
+		json_object_set_new(rec, "uid", json_integer(uid));
+	audit_write(d->audit, "policy_change", rec);
+}
+
+/* One policy_change record for each named policy a reload changed. */
+static void
+audit_reload(struct daemon *d, const struct state *before, const char *cause,
+    long uid)
+{
+	const struct state *now = d->state;
+	const struct policy *p, *was;
+	size_t i;
+
+	for (i = 0; i < now->npolicies; i++) {
+		p = now->policies[i];
+		was = state_policy(before, p->name);
+		if (was != NULL && was->revision == p->revision)
+			continue;
+		audit_policy_change(d, json_pack("{s:s, s:I, s:I, s:s}",
+		    "policy", p->name, "revision", (json_int_t)p->revision,
+		    "previous_revision", (json_int_t)(was ? was->revision : 0),
+		    "file", p->file), cause, uid);
+	}
+	for (i = 0; i < before->npolicies; i++) {
+		was = before->policies[i];
+		if (state_policy(now, was->name) == NULL)
+			audit_policy_change(d, json_pack("{s:s, s:n, s:I}",
+			    "policy", was->name, "revision",
+			    "previous_revision", (json_int_t)was->revision),
+			    cause, uid);
+	}
+}
+
 int
-publish_reload(struct daemon *d, struct errlist *errs,
-    struct errlist *serrs)
+publish_reload(struct daemon *d, const char *cause, long uid,
+    struct errlist *errs, struct errlist *serrs)
 {
 	struct errlist mine = ERRLIST_INIT, smine = ERRLIST_INIT;
 	struct errlist *e = errs != NULL ? errs : &mine;
 	struct errlist *se = serrs != NULL ? serrs : &smine;
 	struct secret_set *set = NULL;
 	struct idkeys *keys = NULL;
-	struct state *st = NULL;
+	struct state *st = NULL, *before;
 	size_t i;
 
 	if (state_build(d->cfg, d->state, d->generation + 1, &st, e) != 0) {
 		for (i = 0; errs == NULL && i < e->n; i++)
 			log_errx("reload", "%s", e->msgs[i]);
-		log_errx("reload", "policies not reloaded: %zu error(s); the "
-		    "policies in force stay", e->n);
+		log_errx("reload", "policies not reloaded (%s): %zu error(s); "
+		    "the policies in force stay", cause, e->n);
 		errlist_free(&mine);
 		d->reloads_failed++;
 		return SL_ERR_INVALID;
@@ -67,10 +114,13 @@ publish_reload(struct daemon *d, struct errlist *errs,
 	for (i = 0; serrs == NULL && i < se->n; i++)
 		log_errx("reload", "%s", se->msgs[i]);
 	errlist_free(&smine);
+	before = state_ref(d->state);
 	publish_state(d, st);
+	audit_reload(d, before, cause, uid);
+	state_unref(before);
 	d->reloads_ok++;
-	log_info("reload", "policies reloaded: %zu policies, generation %llu",
-	    st->npolicies, (unsigned long long)st->generation);
+	log_info("reload", "policies reloaded (%s): %zu policies, generation "
+	    "%llu", cause, st->npolicies, (unsigned long long)st->generation);
 	return 0;
 }
 

@@ -20,9 +20,11 @@ uint64_t publish_state(struct daemon *d, struct state *st);
  * which may be NULL: logged) the snapshot in force stays and
  * SL_ERR_INVALID is returned.  Secret files that are refused go to serrs
  * (may be NULL: logged); their versions in force stay, the rest applies.
+ * Each named policy that changed gets a policy_change record naming cause
+ * ("reload": the API, "sighup", "watch") and uid (< 0: none).
  */
-int	publish_reload(struct daemon *d, struct errlist *errs,
-	    struct errlist *serrs);
+int	publish_reload(struct daemon *d, const char *cause, long uid,
+	    struct errlist *errs, struct errlist *serrs);
 /* Puts set (the reference is taken) in force as a new snapshot. */
 int	publish_secrets(struct daemon *d, struct secret_set *set,
 	    uint64_t *gen);

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,9 +387,35 @@ secret_store_path(const struct secret_store *st, const char *name, char *buf,
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
+/*
+ * Opens a sealed file of the folder.  A symbolic link is followed only to
+ * a file inside the folder itself: the layout of a Kubernetes Secret
+ * volume, where NAME.sealed links to ..data/NAME.sealed and an update swaps
+ * ..data.  Errors set errno (ELOOP: a link that leaves the folder).
+ */
+static int
+open_in_dir(const char *dir, const char *path)
+{
+	char rdir[PATH_MAX], rpath[PATH_MAX];
+	size_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) >= 0 ||
+	    errno != ELOOP)
+		return fd;
+	if (realpath(dir, rdir) == NULL || realpath(path, rpath) == NULL)
+		return -1;
+	n = strlen(rdir);
+	if (strncmp(rpath, rdir, n) != 0 || rpath[n] != '/') {
+		errno = ELOOP;
+		return -1;
+	}
+	return open(rpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+}
+
 /* Reads a whole sealed file (at most SEALED_MAX_BLOB bytes). */
 static int
-read_blob(const char *path, uint8_t **out, size_t *outlen)
+read_blob(const char *dir, const char *path, uint8_t **out, size_t *outlen)
 {
 	struct stat sb;
 	uint8_t *buf;
@@ -396,7 +423,7 @@ read_blob(const char *path, uint8_t **out, size_t *outlen)
 	ssize_t n;
 	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+	if ((fd = open_in_dir(dir, path)) < 0)
 		return SL_ERR_IO;
 	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
 		close(fd);
@@ -482,9 +509,10 @@ load_one(const struct secret_store *st, const char *name,
 
 	if (secret_store_path(st, name, path, sizeof(path)) != 0)
 		return 0;
-	if ((r = read_blob(path, &blob, &len)) != 0) {
-		errlist_add(errs, path, 0, 0, "%s", r == SL_ERR_IO ?
-		    strerror(errno) : err_str(r));
+	if ((r = read_blob(st->dir, path, &blob, &len)) != 0) {
+		errlist_add(errs, path, 0, 0, "%s", r != SL_ERR_IO ? err_str(r) :
+		    errno == ELOOP ? "refused: a symbolic link out of the folder" :
+		    strerror(errno));
 		goto keep;
 	}
 	r = secret_open(st, blob, len, name, "file", &s, why);

@@ -67,8 +67,8 @@ policy_cmp(const void *a, const void *b)
 	return strcmp(pa->name, pb->name);
 }
 
-static int
-has_yaml_suffix(const char *n)
+int
+state_policy_file(const char *n)
 {
 	size_t l = strlen(n);
 
@@ -105,7 +105,7 @@ load_policies(struct state *st, const char *dir, struct errlist *errs)
 		return SL_ERR_INVALID;
 	}
 	for (i = 0; i < n; i++) {
-		if (!has_yaml_suffix(ents[i]->d_name))
+		if (!state_policy_file(ents[i]->d_name))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
 		p = NULL;

@@ -89,6 +89,8 @@ struct state {
  */
 int	state_build(const struct config *cfg, const struct state *prev,
 	    uint64_t generation, struct state **out, struct errlist *errs);
+/* Whether policy_dir's file of this name is read: *.yaml, *.yml, no dot. */
+int	state_policy_file(const char *name);
 
 /*
  * Editing: state_clone copies prev (sharing its policies, counters, secret
