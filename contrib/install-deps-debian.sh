@@ -17,7 +17,10 @@ libcmocka-dev node-llhttp
 nftables iproute2 curl dnsutils openssl python3 dnsmasq-base socat jq systemd
 python3-jwt python3-cryptography python3-yaml
 clang libclang-rt-14-dev
+debhelper lintian
 "
+# without its Recommends (a node exporter Debian would start)
+PKGS_ALONE="prometheus"
 # build        build-essential .. pkg-config, the -dev libraries, node-llhttp
 #              (llhttp's C sources, compiled in when no libllhttp is found)
 # unit tests   libcmocka-dev
@@ -28,6 +31,12 @@ clang libclang-rt-14-dev
 #              python3-cryptography (the policy proxy of forward.sh)
 # fuzzers      clang, libclang-rt-14-dev (libFuzzer, ASan/UBSan runtimes;
 #              only a Recommends of clang, so named here)
+# packaging    debhelper lintian (tests/integ/package.sh builds, lints and
+#              installs the .deb); prometheus for its promtool only
+#              (contrib/monitoring's rules are checked and tested): when
+#              this script installs it, its service is masked first, so
+#              Debian neither starts it now nor at boot
+#              (systemctl unmask prometheus to use it)
 
 force=0
 case "${1:-}" in
@@ -46,7 +55,7 @@ else
 fi
 
 missing=""
-for p in $PKGS; do
+for p in $PKGS $PKGS_ALONE; do
 	s=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)
 	[ "$s" = installed ] || missing="$missing $p"
 done
@@ -58,9 +67,18 @@ fi
 [ -n "$missing" ] && echo "install-deps-debian.sh: installing:$missing"
 
 export DEBIAN_FRONTEND=noninteractive
+case " $missing " in
+*" prometheus "*)
+	$SUDO mkdir -p /etc/systemd/system &&
+	    $SUDO ln -sf /dev/null /etc/systemd/system/prometheus.service ;;
+esac
 $SUDO apt-get update -q || { echo "install-deps-debian.sh: apt-get update failed" >&2; exit 1; }
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -q \
     -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
     $PKGS || { echo "install-deps-debian.sh: apt-get install failed" >&2; exit 1; }
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends \
+    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+    $PKGS_ALONE || { echo "install-deps-debian.sh: apt-get install failed" >&2; exit 1; }
 echo "install-deps-debian.sh: done"

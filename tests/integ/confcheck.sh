@@ -21,6 +21,8 @@
 #                       STOPPING, as sd_notify(3) says
 #   unit_hardened       contrib/systemd/sluiced.service: systemd-analyze
 #                       security rates it at most 2.0 ("OK")
+#   monitoring_rules    contrib/monitoring: promtool check rules, and
+#                       promtool test rules (each alert fires on its series)
 # Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
 
 # shellcheck source=tests/integ/check.sh
@@ -251,6 +253,16 @@ unit_hardened() {
 	    { why="the unit lacks Type=notify, ExecReload or WatchdogSec"; return 1; }
 }
 
+monitoring_rules() {
+	if ! command -v promtool >/dev/null 2>&1; then
+		why="promtool not found (Debian: prometheus)"
+		return 1
+	fi
+	out=$(cd "$top_srcdir/contrib/monitoring" && promtool check rules sluice.rules.yml 2>&1 &&
+	    promtool test rules sluice.rules.test.yml 2>&1) ||
+	    { why="promtool: $(short "$out")"; return 1; }
+}
+
 check check_ok check_ok
 check check_user check_user
 check check_group check_group
@@ -263,5 +275,6 @@ check log_json log_json
 check log_journal log_journal
 check notify_protocol notify_protocol
 check unit_hardened unit_hardened
+check monitoring_rules monitoring_rules
 
 check_done
