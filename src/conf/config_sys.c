@@ -6,6 +6,7 @@
 #include "autoconf.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -20,6 +21,7 @@ config_check_system(const struct config *c, struct errlist *errs,
     struct errlist *warns)
 {
 	size_t before = errs->n;
+	struct statvfs vfs;
 	struct stat sb;
 
 	if (c->user != NULL && getpwnam(c->user) == NULL)
@@ -43,8 +45,10 @@ config_check_system(const struct config *c, struct errlist *errs,
 			    "upstream_ca %s cannot be read (%s): intercepted "
 			    "hosts will fail", c->upstream_ca, strerror(errno));
 	}
+	/* A read-only mount (a Kubernetes Secret volume) is written by none. */
 	if (c->secret_dir != NULL && stat(c->secret_dir, &sb) == 0 &&
-	    (sb.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+	    (sb.st_mode & (S_IWGRP | S_IWOTH)) != 0 &&
+	    (statvfs(c->secret_dir, &vfs) != 0 || !(vfs.f_flag & ST_RDONLY)))
 		errlist_add(warns, c->path, c->lines.secret_dir, 0,
 		    "secret_dir %s may be written by group or others: whoever "
 		    "can write it can put secrets of their own", c->secret_dir);

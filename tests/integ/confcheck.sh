@@ -13,7 +13,8 @@
 #                       secret may arrive live later)
 #   check_secret_unbound  its secret is bound to other hosts: a warning
 #   check_warnings      running as root without 'user', a secret_dir
-#                       others may write: warnings, exit 0
+#                       others may write: warnings, exit 0 (none for a
+#                       secret_dir mounted read-only)
 #   start_refuses       the start stops on the same errors, naming them
 #   log_json            log: {format: json}: one JSON object a line
 #   log_journal         stderr is the journal: priority prefixes, no time
@@ -132,6 +133,16 @@ check_warnings() {
 	fi
 	grep -q "^warning: .*sluiced.yaml:7: secret_dir $SECDIR may be written by group or others" <<<"$out" ||
 	    { why="no warning for a secret_dir others may write: $out"; return 1; }
+	# the same folder mounted read-only, as a Kubernetes Secret volume
+	# (mode 1777 there): nobody can write it, no warning
+	chmod 1777 "$SECDIR" && mount --bind "$SECDIR" "$SECDIR" &&
+	    mount -o remount,bind,ro "$SECDIR" || { chmod 700 "$SECDIR"; why="cannot mount read-only"; return 1; }
+	run_check
+	umount "$SECDIR"
+	chmod 700 "$SECDIR"
+	[ "$rc" = 0 ] || { why="read-only: exit $rc: $out"; return 1; }
+	! grep -q "secret_dir .* may be written" <<<"$out" ||
+	    { why="a warning for a read-only secret_dir: $out"; return 1; }
 }
 start_refuses() {
 	config "user: nobody" "upstream_ca: $WORK/missing-ca.pem"
