@@ -24,6 +24,11 @@
 #                       security rates it at most 2.0 ("OK")
 #   monitoring_rules    contrib/monitoring: promtool check rules, and
 #                       promtool test rules (each alert fires on its series)
+#   kubernetes_manifests  contrib/kubernetes/sluice.yaml, offline
+#                       (k8scheck.py: fields, references, security context,
+#                       mounts behind sluiced.yaml's paths), and its
+#                       sluiced.yaml and policies pass sluiced --check; a
+#                       manifest whose policies would not apply live fails
 # Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
 
 # shellcheck source=tests/integ/check.sh
@@ -274,6 +279,22 @@ monitoring_rules() {
 	    { why="promtool: $(short "$out")"; return 1; }
 }
 
+kubernetes_manifests() {
+	local root=$WORK/k8s conf
+	conf=$("$PY" "$top_srcdir/tests/integ/k8scheck.py" "$top_srcdir/contrib/kubernetes/sluice.yaml" "$root" 2>&1) ||
+	    { why="$conf"; return 1; }
+	mkdir -p "$root/var/lib/sluice/secrets" "$root/var/lib/sluice/state" "$root/var/log/sluice" "$root/run/sluice" &&
+	    chmod 700 "$root/var/lib/sluice/secrets" &&
+	    "$SLUICECTL" keygen --out "$root/run/sluice-keys" >>"$WORK/keygen.log" 2>&1 ||
+	    { why="cannot lay out the pod's folders"; return 1; }
+	out=$(timeout 20 "$SLUICED" -c "$conf" --check 2>&1) ||
+	    { why="sluiced --check of the DaemonSet's configuration: $(short "$out")"; return 1; }
+	# and the check fails on a manifest that would not pick up policies
+	sed 's/watch_policies: true/watch_policies: false/' "$top_srcdir/contrib/kubernetes/sluice.yaml" >"$WORK/k8s-bad.yaml"
+	! "$PY" "$top_srcdir/tests/integ/k8scheck.py" "$WORK/k8s-bad.yaml" "$WORK/k8s-bad" >/dev/null 2>&1 ||
+	    { why="k8scheck.py passes watch_policies: false"; return 1; }
+}
+
 check check_ok check_ok
 check check_user check_user
 check check_group check_group
@@ -287,5 +308,6 @@ check log_journal log_journal
 check notify_protocol notify_protocol
 check unit_hardened unit_hardened
 check monitoring_rules monitoring_rules
+check kubernetes_manifests kubernetes_manifests
 
 check_done
