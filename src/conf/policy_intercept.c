@@ -97,9 +97,11 @@ template_check(const char *s)
 }
 
 /*
- * A path glob: starts with '/'; segments are literal, "*" or "**"; no
- * empty or dot segments inside, no query or fragment, no control bytes,
- * '%' only as a valid escape.  Returns NULL or why it is bad.
+ * A path glob: starts with '/'; a segment is "**" (any number of
+ * segments) or bytes where '*' is any run within the segment ("*" alone:
+ * one non-empty segment); no empty or dot segments inside, no query or
+ * fragment, no control bytes, '%' only as a valid escape.  Returns NULL
+ * or why it is bad.
  */
 static const char *
 path_glob_check(const char *s)
@@ -117,9 +119,9 @@ path_glob_check(const char *s)
 		if ((n == 1 && seg[0] == '.') ||
 		    (n == 2 && seg[0] == '.' && seg[1] == '.'))
 			return "dot segments are not allowed";
-		if (memchr(seg, '*', n) != NULL &&
-		    !(n == 1 || (n == 2 && seg[0] == '*' && seg[1] == '*')))
-			return "'*' and '**' must be whole segments";
+		if (n > 2 && memmem(seg, n, "**", 2) != NULL)
+			return "'**' must be a whole segment ('*' is a run "
+			    "within one)";
 		for (i = 0; i < n; i++) {
 			unsigned char c = (unsigned char)seg[i];
 			if (c <= 0x20 || c == 0x7f || c == '?' || c == '#' ||

@@ -124,18 +124,42 @@ seg_end(const char *s, size_t len, size_t from)
 	return e != NULL ? (size_t)(e - s) : len;
 }
 
-/* Glob segment g[0..gn) ("*" or a literal) against path segment p[0..pn). */
+/*
+ * Glob segment g[0..gn) against path segment p[0..pn), both decoded: a
+ * segment that is "*" alone is one non-empty segment; otherwise each '*'
+ * is any run of bytes, none included, within the segment (an escaped
+ * "%2A" is a literal '*').  As glob_match: at most gn * pn steps.
+ */
 static int
 seg_match(const char *g, size_t gn, const char *p, size_t pn)
 {
-	size_t i = 0, j = 0;
+	size_t i = 0, j = 0, star = SIZE_MAX, resume = 0, gi, pj;
 
 	if (gn == 1 && g[0] == '*')
 		return pn > 0;
-	while (i < gn && j < pn)
-		if (next_byte(g, gn, &i, DEC_PCT) != next_byte(p, pn, &j, DEC_PCT))
+	while (j < pn) {
+		if (i < gn && g[i] == '*') {
+			star = ++i;
+			resume = j;
+			continue;
+		}
+		gi = i;
+		pj = j;
+		if (i < gn && next_byte(g, gn, &gi, DEC_PCT) ==
+		    next_byte(p, pn, &pj, DEC_PCT)) {
+			i = gi;
+			j = pj;
+			continue;
+		}
+		if (star == SIZE_MAX)
 			return 0;
-	return i == gn && j == pn;
+		i = star;
+		(void)next_byte(p, pn, &resume, DEC_PCT);
+		j = resume;
+	}
+	while (i < gn && g[i] == '*')
+		i++;
+	return i == gn;
 }
 
 static int

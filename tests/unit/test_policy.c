@@ -421,13 +421,19 @@ test_match_errors(void **state)
 	    "p.yaml:4:36: 'match.path': 'x/y': a path must start with '/'");
 	expect_error(RULE("    match: {host: a.example, path: /a/**b}\n"
 	    "    action: pass\n"),
-	    "'match.path': '/a/**b': '*' and '**' must be whole segments");
+	    "'match.path': '/a/**b': '**' must be a whole segment ('*' is a "
+	    "run within one)");
 	expect_error(RULE("    match: {host: a.example, path: /a/***}\n"
-	    "    action: pass\n"), "must be whole segments");
-	expect_error(RULE("    match: {host: a.example, path: /a/b*}\n"
-	    "    action: pass\n"), "'/a/b*': '*' and '**' must be whole");
-	expect_error(RULE("    match: {host: a.example, path: /*a/b}\n"
-	    "    action: pass\n"), "'/*a/b': '*' and '**' must be whole");
+	    "    action: pass\n"), "'**' must be a whole segment");
+	expect_error(RULE("    match: {host: a.example, path: /x**/b}\n"
+	    "    action: pass\n"), "'/x**/b': '**' must be a whole segment");
+	/* '*' within a segment is a glob of that segment. */
+	policy_free(parse_ok(RULE("    match: {host: a.example, path: /a/b*}\n"
+	    "    action: pass\n")));
+	policy_free(parse_ok(RULE("    match: {host: a.example, path: "
+	    "\"/v1/files/*.json\"}\n    action: pass\n")));
+	policy_free(parse_ok(RULE("    match: {host: a.example, path: /*a*/**}\n"
+	    "    action: pass\n")));
 	expect_error(RULE("    match: {host: a.example, path: /a/../b}\n"
 	    "    action: pass\n"), "dot segments are not allowed");
 	expect_error(RULE("    match: {host: a.example, path: //a}\n"

@@ -329,6 +329,37 @@ test_path_globs(void **state)
 	assert_false(pm("/a/*/**", "/a"));
 	assert_false(pm("/a/*/**", "/a/"));
 	assert_true(pm("/**/**", "/a"));
+	/* '*' within a segment: any run of bytes there, none included. */
+	assert_true(pm("/reflect-*", "/reflect-"));
+	assert_true(pm("/reflect-*", "/reflect-abc"));
+	assert_false(pm("/reflect-*", "/reflect"));
+	assert_false(pm("/reflect-*", "/reflect-a/b"));	/* never past '/' */
+	assert_false(pm("/reflect-*", "/reflect-a/"));
+	assert_true(pm("/v1/files/*.json", "/v1/files/a.json"));
+	assert_true(pm("/v1/files/*.json", "/v1/files/.json"));
+	assert_true(pm("/v1/files/*.json", "/v1/files/a.b.json"));
+	assert_false(pm("/v1/files/*.json", "/v1/files/a.json/x"));
+	assert_false(pm("/v1/files/*.json", "/v1/files/d/a.json"));
+	assert_false(pm("/v1/files/*.json", "/v1/files/a.jsonx"));
+	assert_true(pm("/v1/**/*.json", "/v1/a/b/c.json"));
+	assert_true(pm("/v1/**/*.json", "/v1/c.json"));
+	assert_false(pm("/v1/**/*.json", "/v1/a/b/c.yaml"));
+	assert_true(pm("/*a*", "/a"));
+	assert_true(pm("/*a*", "/xxaxx"));
+	assert_false(pm("/*a*", "/xxbxx"));
+	assert_true(pm("/a*b*c", "/abc"));
+	assert_true(pm("/a*b*c", "/axxbyyc"));
+	assert_false(pm("/a*b*c", "/axxbyy"));
+	assert_true(pm("/*ab", "/aab"));		/* needs the backtrack */
+	assert_true(pm("/x*/y", "/x/y"));
+	assert_false(pm("/x*/y", "/y/y"));
+	/* decoded on both sides; "%2A" is a literal '*' */
+	assert_true(pm("/a%21*", "/a!b"));
+	assert_true(pm("/a!*", "/a%21%21"));
+	assert_true(pm("/a%2A", "/a*"));
+	assert_false(pm("/a%2A", "/ab"));
+	assert_true(pm("/a%2A*", "/a*b"));
+	assert_false(pm("/a%2A*", "/ab"));
 	/* Escapes compare decoded, on both sides. */
 	assert_true(pm("/a%21b", "/a!b"));
 	assert_true(pm("/a!b", "/a%21b"));
@@ -356,6 +387,11 @@ test_pathological_globs(void **state)
 	assert_true(policy_value_match("*a*a*a*a*a*", s, n));
 	s[n - 1] = 'b';
 	assert_true(policy_value_match("*a*a*a*a*a*b", s, n));
+	/* one path segment of 10240 bytes under a glob of its own */
+	s[0] = '/';
+	s[n - 1] = 'a';
+	assert_false(policy_path_match("/*a*a*a*a*a*b", s, n));
+	assert_true(policy_path_match("/*a*a*a*a*a*", s, n));
 	free(s);
 
 	/* The same for "**" over 5000 segments "/a". */
@@ -366,6 +402,8 @@ test_pathological_globs(void **state)
 	    2 * 5000));
 	assert_true(policy_path_match("/**/a/**/a/**/a/**/a/**", path,
 	    2 * 5000));
+	/* and '*' within segments, under "**" */
+	assert_false(policy_path_match("/**/*a*a*a*b/**", path, 2 * 5000));
 	memcpy(path + 2 * 5000, "/b", 3);
 	assert_true(policy_path_match("/**/a/**/a/**/a/**/a/**/b", path,
 	    2 * 5000 + 2));
