@@ -394,6 +394,18 @@ policy_name_allowed(const struct policy *p, const char *name)
 	return d.verdict != VERDICT_DENY;
 }
 
+const char *
+policy_name_refusal(const struct policy *p, const char *name)
+{
+	char norm[NAME_BUFSZ];
+	struct decision d;
+
+	if (name == NULL || name_normalize(name, strlen(name), norm) != 0)
+		return "invalid-name";
+	name_verdict(p, norm, 0, 0, &d);
+	return d.verdict == VERDICT_DENY ? d.reason : NULL;
+}
+
 int
 policy_name_valid(const char *s)
 {

@@ -76,6 +76,7 @@ struct policy {
 	uint8_t		 digest[32];	/* BLAKE2b-256 of the source bytes */
 	uint64_t	 revision;	/* set by whoever installs it; 0 here */
 	int		 default_allow;
+	int		 observe_never;	/* observe: never (sandbox mode) */
 	struct egress_rule *allow;	size_t nallow;
 	struct egress_rule *deny;	size_t ndeny;
 	struct intercept_rule *intercepts; size_t nintercepts;
@@ -169,6 +170,11 @@ void	policy_check_opaque(const struct policy *p, const struct sl_addr *dst,
 int	policy_addr_answerable(const struct policy *p, const struct sl_addr *addr);
 /* Whether a name could be allowed at all, on some port (DNS filter). */
 int	policy_name_allowed(const struct policy *p, const char *name);
+/*
+ * Why it could not: NULL (allowed), "invalid-name", "deny-name" (a rule
+ * denies it on every port) or "not-allowed" (no rule allows it).
+ */
+const char *policy_name_refusal(const struct policy *p, const char *name);
 /*
  * The name alone, before any address is known (the explicit proxy's
  * authority, judged before it is resolved): DENY ("invalid-name",

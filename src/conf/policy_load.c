@@ -237,7 +237,7 @@ static void
 policy_walk(struct ycheck *x, const struct ynode *root, struct policy *p)
 {
 	static const char *const keys[] = { "name", "egress", "intercept",
-	    NULL };
+	    "observe", NULL };
 	const struct ynode *n;
 	char e[80];
 
@@ -261,6 +261,15 @@ policy_walk(struct ycheck *x, const struct ynode *root, struct policy *p)
 			    yesc(n->scalar, e, sizeof(e)));
 		else
 			dup_string(x, n->scalar, &p->name);
+	}
+	if ((n = ynode_get(root, "observe")) != NULL &&
+	    ycheck_string(x, n, "observe")) {
+		if (strcmp(n->scalar, "never") == 0)
+			p->observe_never = 1;
+		else if (strcmp(n->scalar, "allowed") != 0)
+			ycheck_err(x, n->line, n->col, "'observe': '%s' is "
+			    "neither never nor allowed",
+			    yesc(n->scalar, e, sizeof(e)));
 	}
 	parse_egress(x, root, p);
 	policy_parse_intercepts(x, root, p);

@@ -273,6 +273,28 @@ conn_peek_read(struct conn *c, size_t cap)
 	return 0;
 }
 
+/*
+ * Observe mode: a denial that only says no rule allows it yet is recorded
+ * as would_deny and let through, the name still bound to the address.
+ * Deny rules, forbidden and private addresses, the binding, limits and
+ * every malformed input stay refused.
+ */
+static void
+observe_apply(struct conn *c, struct decision *d)
+{
+	c->observing = sandbox_observing(c->sb, time(NULL));
+	if (d->verdict != VERDICT_DENY || !c->observing ||
+	    (strcmp(d->reason, "not-allowed") != 0 &&
+	    strcmp(d->reason, "no-cidr-rule") != 0 &&
+	    strcmp(d->reason, "no-sni") != 0))
+		return;
+	c->would_deny = d->reason;
+	d->verdict = VERDICT_PASS;
+	d->reason = "observe";
+	d->rule = NULL;
+	d->need_binding = c->name[0] != '\0';
+}
+
 static void
 conn_decide_named(struct conn *c)
 {
@@ -323,6 +345,8 @@ conn_decided(struct conn *c)
 		    strcmp(c->dec.reason, "no-cidr-rule") == 0)
 			c->dec.reason = "no-sni";
 	}
+	c->would_deny = NULL;
+	observe_apply(c, &c->dec);
 	switch (c->dec.verdict) {
 	case VERDICT_PASS:
 		break;
@@ -836,6 +860,10 @@ conn_audit(struct conn *c, const char *reason)
 	arec_str(&rec, "action", action);
 	arec_str(&rec, "reason", pass ? c->dec.reason : reason);
 	arec_str(&rec, "rule", c->dec.rule);
+	if (c->would_deny != NULL)
+		arec_str(&rec, "would_deny", c->would_deny);
+	if (c->observing)
+		arec_bool(&rec, "observe", 1);
 	arec_str(&rec, "upstream", up[0] ? up : NULL);
 	arec_int(&rec, "bytes_up", (int64_t)c->down.bytes);
 	arec_int(&rec, "bytes_down", (int64_t)c->up.bytes);
@@ -941,6 +969,7 @@ conn_rejudge(struct conn *c)
 	const struct sandbox *sb;
 	struct sl_addr src;
 	struct decision d;
+	const char *why, *prev;
 
 	if (c->state == CS_CLOSED || c->counter == NULL)
 		return;
@@ -955,7 +984,9 @@ conn_rejudge(struct conn *c)
 		conn_close(c, c->close_reason);
 		return;
 	}
-	if (sb->policy == c->pol) {
+	/* Let through by observe mode only: judged again once it ends. */
+	if (sb->policy == c->pol && (c->would_deny == NULL ||
+	    sandbox_observing(sb, time(NULL)))) {
 		state_unref(c->st);
 		c->st = state_ref(c->l->st);
 		c->sb = sb;
@@ -993,20 +1024,25 @@ conn_rejudge(struct conn *c)
 	if (c->kind == LISTEN_PROXY && !c->tunnel && c->name[0] == '\0')
 		return;		/* proxy requests are each judged anyway */
 	conn_decide_again(c, &d);
+	why = c->would_deny != NULL ? "observe-ended" : "policy-changed";
+	prev = c->would_deny;
+	c->would_deny = NULL;
+	observe_apply(c, &d);
 	if (d.verdict == VERDICT_PASS || (d.verdict == VERDICT_INTERCEPT &&
 	    c->dec.verdict == VERDICT_INTERCEPT)) {
 		d.need_binding = c->dec.need_binding;
 		c->dec = d;	/* its rule points into c->st, which we now hold */
 		return;
 	}
+	c->would_deny = prev;	/* what it was let through as, for the record */
 	if (c->state != CS_RELAY) {
-		conn_deny(c, "policy-changed", d.rule);
+		conn_deny(c, why, d.rule);
 		return;
 	}
 	c->dec = d;
 	c->dec.verdict = VERDICT_DENY;
-	c->close_reason = "policy-changed";
-	conn_close(c, "policy-changed");
+	c->close_reason = why;
+	conn_close(c, why);
 }
 
 void

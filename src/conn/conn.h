@@ -65,6 +65,8 @@ struct conn {
 	char		 name[NAME_BUFSZ + 2];	/* SNI or Host */
 	struct tls_hello hello;
 	struct decision	 dec;
+	const char	*would_deny;	/* observe mode let a denial through */
+	int		 observing;	/* its sandbox observed at the decision */
 	struct resolve_req *rreq;
 	int		 fresh_tried;	/* binding re-checked with a fresh lookup */
 	int		 upstream_used;	/* connected upstream: audit says where */

@@ -254,6 +254,10 @@ conn_http_audit(struct conn *c, const char *action, const char *reason,
 	arec_str(&rec, "action", action);
 	arec_str(&rec, "reason", reason);
 	arec_str(&rec, "rule", rule);
+	if (c->would_deny != NULL && strcmp(action, "pass") == 0)
+		arec_str(&rec, "would_deny", c->would_deny);
+	if (c->observing)
+		arec_bool(&rec, "observe", 1);
 	arec_int(&rec, "n", (int64_t)c->nrequests);
 	audit_write_rec(c->l->audit, "request", &rec);
 }

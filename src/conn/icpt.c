@@ -186,6 +186,10 @@ icpt_audit_request(struct icpt *ic, struct icpt_req *r)
 	arec_str(&rec, "host", c->name);
 	arec_str(&rec, "path", r->path);
 	arec_str(&rec, "rule", r->rule[0] ? r->rule : NULL);
+	if (r->would_deny != NULL)
+		arec_str(&rec, "would_deny", r->would_deny);
+	if (c->observing)
+		arec_bool(&rec, "observe", 1);
 	arec_bool(&rec, "intercepted", 1);
 	audit_write_rec(c->l->audit, "request", &rec);
 }

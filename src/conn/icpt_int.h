@@ -52,6 +52,7 @@ struct icpt_req {
 	char		 rule[96];
 	const char	*action;	/* static */
 	const char	*reason;	/* static */
+	const char	*would_deny;	/* static: observe mode let it through */
 	int		 status;
 	int		 upgrade;	/* asked to switch protocols */
 	int		 close;		/* the client asked to close after it */

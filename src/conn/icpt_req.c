@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -36,6 +37,11 @@
 #include "conn/icpt_int.h"
 
 #define ICPT_HEAD_MAX		(64u * 1024)	/* a re-serialised request head */
+
+/* What observe mode judges a request no rule allows by: as it is. */
+static const struct intercept_rule observe_rule = {
+	.name = "observe", .label = "observe", .action = ICPT_PASS,
+};
 #define ICPT_PATH_MAX		(HTTP_MAX_TARGET + 1)	/* a normalised path always fits */
 
 /* ---- judging -------------------------------------------------------- */
@@ -140,7 +146,14 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 	rq.query_len = qlen;
 	rq.headers = h->headers;
 	rq.nheaders = h->nheaders;
-	if ((rule = policy_match_request(c->pol, &rq)) == NULL) {
+	c->observing = sandbox_observing(c->sb, time(NULL));
+	if ((rule = policy_match_request(c->pol, &rq)) == NULL &&
+	    c->observing) {
+		/* Observe mode: as it is, never with a credential. */
+		rule = &observe_rule;
+		ic->cur.would_deny = "no-matching-rule";
+	}
+	if (rule == NULL) {
 		icpt_refuse(ic, 403, "denied", "no-matching-rule", NULL,
 		    ka_close);
 		return NULL;
@@ -194,7 +207,9 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 	target[plen] = '\0';
 	ic->cur.action = rule->action == ICPT_INJECT ? "inject" :
 	    rule->action == ICPT_FORWARD ? "forward" : "pass";
-	ic->cur.reason = "intercept-rule";
+	ic->cur.reason = rule == &observe_rule ? "observe" : "intercept-rule";
+	if (rule == &observe_rule)
+		ic->cur.rule[0] = '\0';
 	return rule;
 }
 

@@ -287,8 +287,8 @@ answer_status(struct daemon *d, struct ctl_resp *r)
 	audit_get_stats(d->audit, &as);
 	ctl_fmt_time(d->started, started, sizeof(started));
 	ctl_reply_json(r, 200, json_pack("{s:s, s:I, s:s, s:b, s:I, s:I, s:I,"
-	    " s:I, s:I, s:I, s:s?, s:{s:s?, s:I, s:s, s:I, s:I, s:I, s:I,"
-	    " s:I, s:I, s:I, s:b}}",
+	    " s:I, s:I, s:I, s:I, s:s?, s:{s:s?, s:I, s:s, s:I, s:I, s:I,"
+	    " s:I, s:I, s:I, s:I, s:b}}",
 	    "version", PACKAGE_VERSION,
 	    "pid", (json_int_t)getpid(),
 	    "started", started,
@@ -299,6 +299,7 @@ answer_status(struct daemon *d, struct ctl_resp *r)
 	    "policies", (json_int_t)d->state->npolicies,
 	    "connections", (json_int_t)ctl_open_conns(d->state),
 	    "uptime_s", (json_int_t)(time(NULL) - d->started),
+	    "observing", (json_int_t)state_observing(d->state),
 	    "audit_path", as.path,
 	    "audit", "path", as.path, "seq", (json_int_t)as.seq,
 	    "head", as.head[0] ? as.head : "",

@@ -18,6 +18,7 @@ struct sandbox;
 struct state;
 
 #define SB_ID_MAX	46	/* a sandbox id names its CA: see ca.h */
+#define OBSERVE_MAX_S	(7 * 24 * 3600)	/* the longest observe mode */
 
 #define CTL_BODY_MAX	(4u << 20)	/* POLICY_MAX_BYTES */
 #define CTL_HEAD_MAX	(16u << 10)
@@ -94,5 +95,9 @@ unsigned long long ctl_requests_by_status(const struct ctl *ctl, int status);
 
 /* Lifecycle and change records (audit.c), with the peer's uid. */
 void	ctl_audit(struct daemon *d, const char *type, uid_t uid, json_t *rec);
+struct sandbox;
+/* A sandbox_mode record of sb's mode now (uid < 0: none). */
+void	ctl_audit_mode(struct daemon *d, const struct sandbox *sb,
+	    int was_observing, const char *cause, long uid);
 
 #endif

@@ -304,6 +304,9 @@ ctl_metrics_render(struct daemon *d, struct evbuffer *out)
 	}
 	gauge(out, "generation", "snapshot generation", st->generation);
 	gauge(out, "sandboxes", "registered sandboxes", st->nsandboxes);
+	gauge(out, "sandboxes_observing", "sandboxes in observe mode (their "
+	    "policy's denials are let through and recorded as would_deny)",
+	    state_observing(st));
 	render_sandboxes(st, out);
 	render_control(d->ctl, out);
 	render_daemon(d, out);

@@ -152,6 +152,21 @@ ctl_sources_json(const struct sandbox *sb)
 	return srcs;
 }
 
+/* "mode" (observe, enforce) and, observing, "observe_until" (UTC). */
+static void
+observe_json(json_t *j, const struct sandbox *sb)
+{
+	char ts[32];
+	int obs = sandbox_observing(sb, time(NULL));
+
+	json_object_set_new(j, "mode", json_string(obs ? "observe" :
+	    "enforce"));
+	if (obs) {
+		ctl_fmt_time(sb->observe_until, ts, sizeof(ts));
+		json_object_set_new(j, "observe_until", json_string(ts));
+	}
+}
+
 static json_t *
 sandbox_json(const struct sandbox *sb, int with_pem)
 {
@@ -171,6 +186,7 @@ sandbox_json(const struct sandbox *sb, int with_pem)
 		return NULL;
 	}
 	json_object_set_new(j, "sources", srcs);
+	observe_json(j, sb);
 	if ((ca = ca_json(sb->counter, with_pem)) != NULL) {
 		if (with_pem)
 			json_object_set(j, "ca_pem", json_object_get(ca, "pem"));
@@ -189,7 +205,63 @@ struct sb_input {
 	size_t		 nsrc;
 	const char	*policy_name;
 	struct policy	*inline_policy;	/* owned */
+	time_t		 observe_until;	/* 0: enforce */
 };
+
+/*
+ * "mode": "observe" with "until" (a duration: "10m", or seconds, at most
+ * OBSERVE_MAX_S), or "enforce"; absent: enforce.  A restored registration
+ * (uid < 0) gives "observe_until", the time itself.  The policy must let
+ * its sandboxes observe.  -1 with the answer set.
+ */
+static int
+read_mode(const json_t *o, const struct policy *pol, long uid,
+    time_t *until, struct ctl_resp *r)
+{
+	const json_t *m = json_object_get(o, "mode"), *u;
+	const char *ms = json_string_value(m);
+	unsigned ms_until;
+
+	*until = 0;
+	if (uid < 0) {
+		u = json_object_get(o, "observe_until");
+		if (json_is_integer(u) && json_integer_value(u) > time(NULL))
+			*until = (time_t)json_integer_value(u);
+		return 0;
+	}
+	if (m == NULL || (ms != NULL && strcmp(ms, "enforce") == 0)) {
+		if (json_object_get(o, "until") != NULL) {
+			ctl_reply_error(r, 400, NULL, "'until' goes with "
+			    "'mode': 'observe' only");
+			return -1;
+		}
+		return 0;
+	}
+	if (ms == NULL || strcmp(ms, "observe") != 0) {
+		ctl_reply_error(r, 400, NULL, "'mode' must be 'observe' or "
+		    "'enforce'");
+		return -1;
+	}
+	u = json_object_get(o, "until");
+	if (json_is_integer(u) && json_integer_value(u) > 0 &&
+	    json_integer_value(u) <= OBSERVE_MAX_S)
+		ms_until = (unsigned)json_integer_value(u) * 1000;
+	else if (!json_is_string(u) || config_parse_duration(
+	    json_string_value(u), &ms_until) != 0 || ms_until < 1000 ||
+	    ms_until > OBSERVE_MAX_S * 1000u) {
+		ctl_reply_error(r, 400, NULL, "observe mode needs 'until': how "
+		    "long it lasts, 1s to %ds (\"10m\", \"2h\")",
+		    OBSERVE_MAX_S);
+		return -1;
+	}
+	if (pol->observe_never) {
+		ctl_reply_error(r, 409, NULL, "policy '%s' forbids observe mode "
+		    "(observe: never)", pol->name);
+		return -1;
+	}
+	*until = time(NULL) + (time_t)(ms_until / 1000);
+	return 0;
+}
 
 static int
 read_sources(const json_t *arr, struct sb_input *in, struct ctl_resp *r)
@@ -392,6 +464,8 @@ sandbox_register(struct daemon *d, json_t *o, struct ca **cap,
 	}
 	pol = in.inline_policy ? in.inline_policy :
 	    state_policy(d->state, in.policy_name);
+	if (read_mode(o, pol, uid, &in.observe_until, r) != 0)
+		goto out;
 	if (cap != NULL && *cap != NULL) {
 		ca = *cap;
 		*cap = NULL;
@@ -414,7 +488,7 @@ sandbox_register(struct daemon *d, json_t *o, struct ca **cap,
 	{
 		struct sandbox_spec spec = { in.id, in.team, in.project, in.src,
 		    in.plen, in.nsrc, in.policy_name, in.inline_policy, 0,
-		    created };
+		    created, in.observe_until };
 
 		if (state_clone(d->state, d->generation + 1, &st) != 0 ||
 		    state_put_sandbox(st, &spec, cnt) != 0 ||
@@ -438,6 +512,8 @@ sandbox_register(struct daemon *d, json_t *o, struct ca **cap,
 	    "sources", ctl_sources_json(sb), "policy", sb->policy->name,
 	    "revision", (json_int_t)sb->policy->revision,
 	    "generation", (json_int_t)gen, "ca", ca_json(sb->counter, 0));
+	if (v != NULL)
+		observe_json(v, sb);
 	if (uid >= 0)
 		ctl_audit(d, "sandbox_add", (uid_t)uid, v);
 	else
@@ -456,7 +532,7 @@ static void
 add_sandbox(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 {
 	static const char *const keys[] = { "id", "team", "project", "sources",
-	    "policy", NULL };
+	    "policy", "mode", "until", NULL };
 	json_t *o;
 
 	if ((o = ctl_body_object(q, r, keys)) == NULL)
@@ -523,7 +599,7 @@ set_policy(struct daemon *d, const char *id, const struct ctl_req *q,
 	{
 		struct sandbox_spec spec = { old->id, old->team, old->project,
 		    old->sources, old->plens, old->nsources, in.policy_name,
-		    in.inline_policy, 0, 0 };
+		    in.inline_policy, 0, 0, old->observe_until };
 
 		if (state_clone(d->state, d->generation + 1, &st) != 0 ||
 		    state_put_sandbox(st, &spec, NULL) != 0 ||
@@ -550,6 +626,84 @@ set_policy(struct daemon *d, const char *id, const struct ctl_req *q,
  out:
 	state_unref(st);
 	policy_free(in.inline_policy);
+	errlist_free(&errs);
+	json_decref(o);
+}
+
+/* One sandbox_mode record: the mode now and before, and why. */
+void
+ctl_audit_mode(struct daemon *d, const struct sandbox *sb, int was_observing,
+    const char *cause, long uid)
+{
+	json_t *v;
+
+	v = json_pack("{s:s, s:s, s:s}", "sandbox", sb->id, "previous",
+	    was_observing ? "observe" : "enforce", "cause", cause);
+	if (v == NULL)
+		return;
+	observe_json(v, sb);
+	if (uid >= 0)
+		json_object_set_new(v, "uid", json_integer(uid));
+	audit_write(d->audit, "sandbox_mode", v);
+}
+
+static void
+set_mode(struct daemon *d, const char *id, const struct ctl_req *q,
+    struct ctl_resp *r)
+{
+	static const char *const keys[] = { "mode", "until", NULL };
+	struct errlist errs = ERRLIST_INIT;
+	const struct sandbox *old, *sb;
+	struct state *st = NULL;
+	char why[256];
+	time_t until;
+	uint64_t gen;
+	int was;
+	json_t *o;
+
+	if ((o = ctl_body_object(q, r, keys)) == NULL)
+		return;
+	if ((old = state_sandbox(d->state, id)) == NULL) {
+		ctl_reply_error(r, 404, NULL, "no sandbox '%s'", id);
+		goto out;
+	}
+	if (old->from_config) {
+		ctl_reply_error(r, 409, NULL, "sandbox '%s' is declared in %s: "
+		    "change it there", id, d->cfg->path);
+		goto out;
+	}
+	if (json_object_get(o, "mode") == NULL) {
+		ctl_reply_error(r, 400, NULL, "'mode' is required");
+		goto out;
+	}
+	if (read_mode(o, old->policy, (long)q->uid, &until, r) != 0)
+		goto out;
+	was = sandbox_observing(old, time(NULL));
+	{
+		struct sandbox_spec spec = { old->id, old->team, old->project,
+		    old->sources, old->plens, old->nsources, old->policy_name,
+		    old->inline_policy, 0, 0, until };
+
+		if (state_clone(d->state, d->generation + 1, &st) != 0 ||
+		    state_put_sandbox(st, &spec, NULL) != 0 ||
+		    state_seal(st, d->state, &errs) != 0) {
+			ctl_reply_error(r, 500, &errs, "cannot build the new state");
+			goto out;
+		}
+	}
+	if (sbstore_put(d, state_sandbox(st, id), NULL, why, sizeof(why)) != 0) {
+		ctl_reply_error(r, 500, NULL, "cannot keep the change in "
+		    "state_dir: %s; the mode in force stays", why);
+		goto out;
+	}
+	gen = publish_state(d, st);
+	st = NULL;
+	sb = state_sandbox(d->state, id);
+	ctl_audit_mode(d, sb, was, "api", (long)q->uid);
+	ctl_reply_json(r, 200, sandbox_json(sb, 0));
+	r->wait_gen = gen;
+ out:
+	state_unref(st);
 	errlist_free(&errs);
 	json_decref(o);
 }
@@ -693,6 +847,11 @@ ctl_sandboxes(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 	} else if (strcmp(rest, "/policy") == 0) {
 		if (strcmp(m, "PUT") == 0)
 			set_policy(d, id, q, r);
+		else
+			ctl_reply_method(r, "PUT");
+	} else if (strcmp(rest, "/mode") == 0) {
+		if (strcmp(m, "PUT") == 0)
+			set_mode(d, id, q, r);
 		else
 			ctl_reply_method(r, "PUT");
 	} else

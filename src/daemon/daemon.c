@@ -31,6 +31,7 @@
 #include "dns/dnsmem.h"
 #include "daemon/ctl.h"
 #include "daemon/daemon.h"
+#include "daemon/observe.h"
 #include "daemon/publish.h"
 #include "daemon/sbstore.h"
 #include "daemon/worker.h"
@@ -491,6 +492,7 @@ daemon_run(struct config *cfg)
 	notify_close(&d.notify);
 	daemon_secrets_close(&d);
 	dirwatch_free(d.policy_watch);
+	observe_close(&d);
 	SSL_CTX_free(d.tls_down);
 	tlsup_free(d.tls_up);
 	if (d.applied_ev != NULL)

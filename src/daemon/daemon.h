@@ -46,6 +46,7 @@ struct daemon {
 	struct signkey		*signkey;	/* NULL: no signing_key */
 	struct dirwatch		*secret_watch;	/* secret_dir, or NULL */
 	struct dirwatch		*policy_watch;	/* watch_policies, or NULL */
+	struct event		*observe_ev;	/* observe.h */
 	int			 state_ok;	/* state_dir keeps registrations */
 	unsigned long long	 reloads_ok, reloads_failed;	/* SIGHUP, /v1/reload */
 	struct notify		 notify;	/* the service manager (notify.h) */

@@ -21,6 +21,7 @@
 #include "conf/policy.h"
 #include "loop/state.h"
 #include "daemon/daemon.h"
+#include "daemon/observe.h"
 #include "daemon/publish.h"
 #include "daemon/worker.h"
 
@@ -34,6 +35,7 @@ publish_state(struct daemon *d, struct state *st)
 	d->state = st;
 	for (i = 0; i < d->nworkers; i++)
 		worker_post_state(&d->workers[i], st);
+	observe_arm(d);
 	return st->generation;
 }
 

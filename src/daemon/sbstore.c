@@ -4,7 +4,8 @@
  *
  *   {"version": 1, "id": .., "team": .., "project": .., "created": T,
  *    "sources": [..], "policy": NAME or {inline policy},
- *    "ca_cert": PEM, "ca_key": base64 of the sealed key}
+ *    "ca_cert": PEM, "ca_key": base64 of the sealed key,
+ *    "observe_until": T (observe mode; absent: enforce)}
  *
  * The CA key is sealed to the first gateway key (sealed.h; the name
  * "sandbox-ca.ID"), never written in the clear; without a gateway key
@@ -127,17 +128,46 @@ sealed_ca_key(struct daemon *d, const struct sandbox *sb, char *why,
 	return b64;
 }
 
+static char	*read_file(const char *path, size_t *len);
+
+/* The "policy" member id's file was written with (a new reference). */
+static json_t *
+kept_policy(struct daemon *d, const char *id)
+{
+	char path[4096], *text;
+	size_t len = 0;
+	json_t *o, *p;
+
+	if (file_path(d, id, path, sizeof(path)) != 0 ||
+	    (text = read_file(path, &len)) == NULL)
+		return NULL;
+	o = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	free(text);
+	p = json_incref(json_object_get(o, "policy"));
+	json_decref(o);
+	return p;
+}
+
 int
 sbstore_put(struct daemon *d, const struct sandbox *sb, const json_t *policy,
     char *why, size_t why_len)
 {
 	char path[4096], *pem = NULL, *key = NULL, *text = NULL;
 	size_t pemlen = 0;
-	json_t *o = NULL;
+	json_t *o = NULL, *kept = NULL;
 	int r = -1;
 
 	if (!d->state_ok)
 		return 0;
+	if (policy == NULL && sb != NULL) {
+		kept = sb->inline_policy == NULL ?
+		    json_string(sb->policy_name) : kept_policy(d, sb->id);
+		if ((policy = kept) == NULL) {
+			snprintf(why, why_len, "cannot read back the sandbox's "
+			    "policy from state_dir");
+			return -1;
+		}
+	}
 	if (sb == NULL || file_path(d, sb->id, path, sizeof(path)) != 0) {
 		snprintf(why, why_len, "no such sandbox, or the path is too long");
 		return -1;
@@ -158,6 +188,9 @@ sbstore_put(struct daemon *d, const struct sandbox *sb, const json_t *policy,
 	    "project", sb->project, "created", (json_int_t)sb->created,
 	    "sources", ctl_sources_json(sb), "policy", policy,
 	    "ca_cert", pem, "ca_key", key);
+	if (o != NULL && sb->observe_until != 0)
+		json_object_set_new(o, "observe_until",
+		    json_integer((json_int_t)sb->observe_until));
 	if (o == NULL || (text = json_dumps(o, JSON_INDENT(1) |
 	    JSON_PRESERVE_ORDER)) == NULL) {
 		snprintf(why, why_len, "out of memory");
@@ -172,6 +205,7 @@ sbstore_put(struct daemon *d, const struct sandbox *sb, const json_t *policy,
  out:
 	free(text);
 	json_decref(o);
+	json_decref(kept);
 	free(key);
 	free(pem);
 	return r;
@@ -313,10 +347,11 @@ restore_one(struct daemon *d, const char *file, const char *id)
 		pol = NULL;
 	}
 	cr = json_object_get(o, "created");
-	body = json_pack("{s:O, s:O?, s:O?, s:O?, s:O?}", "id",
+	body = json_pack("{s:O, s:O?, s:O?, s:O?, s:O?, s:O?}", "id",
 	    json_object_get(o, "id"), "team", json_object_get(o, "team"),
 	    "project", json_object_get(o, "project"),
-	    "sources", json_object_get(o, "sources"), "policy", pol);
+	    "sources", json_object_get(o, "sources"), "policy", pol,
+	    "observe_until", json_object_get(o, "observe_until"));
 	if (body != NULL && pol == NULL)
 		json_object_set_new(body, "policy", json_string("default"));
 	if (body == NULL || ctl_sandbox_restore(d, body, &ca,

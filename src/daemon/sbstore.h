@@ -22,7 +22,7 @@ struct sandbox;
 void	sbstore_open(struct daemon *d);
 /*
  * Writes sb's registration (policy: the name or inline object it was
- * given) to state_dir/ID.json: temporary file, fsync, rename, fsync of
+ * given; NULL: the one written before) to state_dir/ID.json: temporary file, fsync, rename, fsync of
  * the folder.  0, or -1 with why.
  */
 int	sbstore_put(struct daemon *d, const struct sandbox *sb,

@@ -70,6 +70,7 @@ struct dnsq {
 	struct state	*st;		/* snapshot it is judged under (ref) */
 	const struct sandbox *sb;
 	const struct policy *pol;
+	const char	*would_deny;	/* observe mode let the name through */
 	struct sockaddr_storage from;	/* UDP client */
 	socklen_t	 fromlen;
 	int		 ufd;		/* UDP socket to answer on, or -1 */
@@ -142,7 +143,7 @@ audit_allowed_now(struct sb_counter *cnt)
 static void
 dns_audit(struct loop *l, const struct sandbox *sb, const struct policy *pol,
     const struct dns_query *q, const char *verdict, const char *reason,
-    const struct dns_filter_result *res)
+    const char *would_deny, const struct dns_filter_result *res)
 {
 	char tbuf[16], a[ADDR_STRLEN], arr[DNS_ANSWERS_JSON];
 	struct arec rec;
@@ -156,6 +157,10 @@ dns_audit(struct loop *l, const struct sandbox *sb, const struct policy *pol,
 	arec_str(&rec, "qtype", qtype_name(q->qtype, tbuf, sizeof(tbuf)));
 	arec_str(&rec, "verdict", verdict);
 	arec_str(&rec, "reason", reason);
+	if (would_deny != NULL)
+		arec_str(&rec, "would_deny", would_deny);
+	if (sb->id != NULL && sandbox_observing(sb, time(NULL)))
+		arec_bool(&rec, "observe", 1);
 	if (res != NULL) {
 		arr[o++] = '[';
 		for (i = 0; i < res->nkept; i++) {
@@ -252,8 +257,11 @@ static int
 name_ok(const char *name, void *arg)
 {
 	struct dnsq *dq = arg;
+	const char *why = policy_name_refusal(dq->pol, name);
 
-	return policy_name_allowed(dq->pol, name);
+	/* Observing (the query itself was let through): the same for CNAMEs. */
+	return why == NULL || (dq->would_deny != NULL &&
+	    strcmp(why, "not-allowed") == 0);
 }
 
 static int
@@ -304,8 +312,9 @@ upstream_cb(int err, const uint8_t *resp, size_t len, uint16_t id, void *arg)
 		reply_rcode(l, dq->ufd, &dq->from, dq->fromlen, dq->tc, &dq->q,
 		    DNS_RCODE_SERVFAIL);
 		mtable_add(&l->metrics.dns, "servfail", NULL);
-		dns_audit(l, dq->sb, dq->pol, &dq->q, "servfail",
-		    err != 0 ? "upstream-unavailable" : "upstream-malformed", NULL);
+		dns_audit(l, dq->sb, dq->pol, &dq->q, "servfail", err != 0 ?
+		    "upstream-unavailable" : "upstream-malformed",
+		    dq->would_deny, NULL);
 		dnsq_free(dq);
 		return;
 	}
@@ -321,7 +330,8 @@ upstream_cb(int err, const uint8_t *resp, size_t len, uint16_t id, void *arg)
 	mtable_add(&l->metrics.dns, "answered", NULL);
 	if (res.removed_addrs || res.cut_cnames || res.stripped_ech ||
 	    audit_allowed_now(dq->sb->counter))
-		dns_audit(l, dq->sb, dq->pol, &dq->q, "answer", "allow-name", &res);
+		dns_audit(l, dq->sb, dq->pol, &dq->q, "answer", dq->would_deny ?
+		    "observe" : "allow-name", dq->would_deny, &res);
 	dnsq_free(dq);
 }
 
@@ -419,6 +429,7 @@ handle_query(struct loop *l, const uint8_t *buf, size_t len, int ufd,
 	struct dns_query q;
 	struct sl_addr src;
 	struct dnsq *dq;
+	const char *why;
 
 	if (dns_query_parse(buf, len, &q) != PARSE_COMPLETE) {
 		dw->malformed++;
@@ -438,16 +449,21 @@ handle_query(struct loop *l, const uint8_t *buf, size_t len, int ufd,
 		reply_rcode(l, ufd, from, fromlen, tc, &q, DNS_RCODE_REFUSED);
 		return;
 	}
-	if (q.name[0] == '\0' || !policy_name_allowed(pol, q.name)) {
+	why = q.name[0] == '\0' ? "invalid-name" :
+	    policy_name_refusal(pol, q.name);
+	/* Observe mode: a name no rule allows yet is answered, and noted. */
+	if (why != NULL && (strcmp(why, "not-allowed") != 0 ||
+	    !sandbox_observing(sb, time(NULL)))) {
 		reply_denied(l, ufd, from, fromlen, tc, &q, pol);
 		mtable_add(&l->metrics.dns, "nxdomain", NULL);
-		dns_audit(l, sb, pol, &q, "nxdomain", "not-allowed", NULL);
+		dns_audit(l, sb, pol, &q, "nxdomain", "not-allowed", NULL, NULL);
 		return;
 	}
 	if (!qtype_relayed(q.qtype)) {
 		reply_rcode(l, ufd, from, fromlen, tc, &q, DNS_RCODE_NOERROR);
 		mtable_add(&l->metrics.dns, "nodata", NULL);
-		dns_audit(l, sb, pol, &q, "nodata", "type-not-relayed", NULL);
+		dns_audit(l, sb, pol, &q, "nodata", "type-not-relayed", why,
+		    NULL);
 		return;
 	}
 	if (tc != NULL && tc->inflight >= TCP_MAX_INFLIGHT) {
@@ -464,6 +480,7 @@ handle_query(struct loop *l, const uint8_t *buf, size_t len, int ufd,
 	dq->st = state_ref(l->st);
 	dq->sb = sb;
 	dq->pol = pol;
+	dq->would_deny = why;
 	dq->from = *from;
 	dq->fromlen = fromlen;
 	dq->ufd = ufd;

@@ -231,7 +231,26 @@ sandbox_fill(struct sandbox *sb, const struct sandbox_spec *spec)
 	memcpy(sb->plens, spec->plens, spec->nsources * sizeof(*sb->plens));
 	sb->nsources = spec->nsources;
 	sb->from_config = spec->from_config;
+	sb->observe_until = spec->observe_until;
 	return 0;
+}
+
+int
+sandbox_observing(const struct sandbox *sb, time_t now)
+{
+	return sb->observe_until > now && sb->policy != NULL &&
+	    !sb->policy->observe_never;
+}
+
+size_t
+state_observing(const struct state *st)
+{
+	time_t now = time(NULL);
+	size_t i, n = 0;
+
+	for (i = 0; i < st->nsandboxes; i++)
+		n += sandbox_observing(&st->sandboxes[i], now) != 0;
+	return n;
 }
 
 static int
@@ -240,7 +259,7 @@ sandbox_copy(struct sandbox *dst, const struct sandbox *src)
 	struct sandbox_spec spec = {
 		src->id, src->team, src->project, src->sources, src->plens,
 		src->nsources, src->policy_name, src->inline_policy,
-		src->from_config, src->created,
+		src->from_config, src->created, src->observe_until,
 	};
 
 	if (sandbox_fill(dst, &spec) != 0)
@@ -352,7 +371,7 @@ collect_sandboxes(struct state *st, const struct config *cfg,
 		const struct config_sandbox *cs = &cfg->sandboxes[i];
 		struct sandbox_spec spec = {
 			cs->id, cs->team, cs->project, cs->sources, cs->plens,
-			cs->nsources, cs->policy, NULL, 1, 0,
+			cs->nsources, cs->policy, NULL, 1, 0, 0,
 		};
 
 		if ((c = carried_counter(prev, cs->id)) == NULL)

@@ -54,8 +54,16 @@ struct sandbox {
 	size_t		 nsources;
 	int		 from_config;	/* declared in sluiced.yaml */
 	time_t		 created;
+	time_t		 observe_until;	/* observe mode until then; 0: enforce */
 	struct sb_counter *counter;	/* shared, refcounted */
 };
+
+/*
+ * Whether sb is in observe mode at now: policy denials of the default
+ * kind are recorded as would_deny and let through.  Its policy's
+ * "observe: never" ends it.
+ */
+int	sandbox_observing(const struct sandbox *sb, time_t now);
 
 /*
  * A snapshot never changes once built.  Workers hold a reference to the one
@@ -114,6 +122,7 @@ struct sandbox_spec {
 	struct policy	*inline_policy;	/* borrowed: the edit takes its own ref */
 	int		 from_config;
 	time_t		 created;	/* a new sandbox's; 0: now */
+	time_t		 observe_until;	/* 0: enforce */
 };
 /*
  * Adds a sandbox, or replaces the one with that id (keeping its counter,
@@ -146,6 +155,8 @@ const struct sandbox *state_sandbox_for(const struct state *st,
 const struct sandbox *state_sandbox(const struct state *st, const char *id);
 const struct policy *state_policy(const struct state *st, const char *name);
 int	state_is_own_addr(const struct state *st, const struct sl_addr *a);
+/* How many of st's sandboxes observe now. */
+size_t	state_observing(const struct state *st);
 
 struct ca;
 /*

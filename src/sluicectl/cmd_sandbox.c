@@ -1,4 +1,7 @@
-/* cmd_sandbox.c: sluicectl sandbox add | ls | show | ca | set-policy | rm. */
+/*
+ * cmd_sandbox.c: sluicectl sandbox add | ls | show | ca | set-policy |
+ * set-mode | rm.
+ */
 #include "autoconf.h"
 
 #include <getopt.h>
@@ -51,6 +54,12 @@ print_sandbox(const struct cmd *c, const json_t *sb)
 	table_add(&t, "policy inline:");
 	table_add(&t, json_is_true(json_object_get(sb, "policy_inline")) ?
 	    "yes" : "no");
+	table_add(&t, "mode:");
+	table_addj(&t, json_object_get(sb, "mode"), ", ");
+	if (json_object_get(sb, "observe_until") != NULL) {
+		table_add(&t, "observe until:");
+		table_addj(&t, json_object_get(sb, "observe_until"), ", ");
+	}
 	table_add(&t, "origin:");
 	table_addj(&t, json_object_get(sb, "origin"), ", ");
 	table_add(&t, "created:");
@@ -108,11 +117,14 @@ cmd_sandbox_add(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 		{ "policy", required_argument, NULL, 'p' },
 		{ "team", required_argument, NULL, 't' },
 		{ "project", required_argument, NULL, 'P' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "until", required_argument, NULL, 'u' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *policy = NULL, *team = NULL, *project = NULL;
+	const char *mode = NULL, *until = NULL;
 	json_t *sources = NULL, *body = NULL, *pol = NULL, *sb = NULL;
 	int ch, rc = EXIT_FAIL;
 
@@ -136,6 +148,12 @@ cmd_sandbox_add(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 			break;
 		case 'P':
 			project = optarg;
+			break;
+		case 'm':
+			mode = optarg;
+			break;
+		case 'u':
+			until = optarg;
 			break;
 		case 'j':
 			ctl->json = 1;
@@ -172,9 +190,13 @@ cmd_sandbox_add(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	    (team != NULL && json_object_set_new(body, "team",
 	    json_string(team)) != 0) ||
 	    (project != NULL && json_object_set_new(body, "project",
-	    json_string(project)) != 0)) {
-		cmd_err(c, "the ID, --team or --project is not valid UTF-8 "
-		    "(or out of memory)");
+	    json_string(project)) != 0) ||
+	    (mode != NULL && json_object_set_new(body, "mode",
+	    json_string(mode)) != 0) ||
+	    (until != NULL && json_object_set_new(body, "until",
+	    json_string(until)) != 0)) {
+		cmd_err(c, "the ID, --team, --project, --mode or --until is not "
+		    "valid UTF-8 (or out of memory)");
 		goto out;
 	}
 	if ((rc = api_json(ctl, c, "POST", "/v1/sandboxes", body, &sb)) !=
@@ -379,6 +401,67 @@ cmd_sandbox_set_policy(struct ctl *ctl, const struct cmd *c, int argc,
 	json_decref(sb);
 	json_decref(body);
 	json_decref(pol);
+	return rc;
+}
+
+int
+cmd_sandbox_set_mode(struct ctl *ctl, const struct cmd *c, int argc,
+    char **argv)
+{
+	static const struct option opts[] = {
+		{ "until", required_argument, NULL, 'u' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char target[TARGET_MAX];
+	const char *until = NULL, *mode;
+	json_t *body = NULL, *sb = NULL;
+	int ch, rc;
+
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'u':
+			until = optarg;
+			break;
+		case 'j':
+			ctl->json = 1;
+			break;
+		case 'h':
+			cmd_usage(c, stdout);
+			return EXIT_OK;
+		default:
+			return cmd_badopt(c, ch, argv);
+		}
+	}
+	if (argc - optind != 2)
+		return cmd_usage_err(c, "want ID and observe or enforce");
+	mode = argv[optind + 1];
+	if (strcmp(mode, "observe") != 0 && strcmp(mode, "enforce") != 0)
+		return cmd_usage_err(c, "the mode is observe or enforce, not "
+		    "'%s'", mode);
+	if (strcmp(mode, "observe") == 0 && until == NULL)
+		return cmd_usage_err(c, "observe needs --until (how long: 10m, "
+		    "2h)");
+	if (strcmp(mode, "enforce") == 0 && until != NULL)
+		return cmd_usage_err(c, "--until goes with observe only");
+	if ((rc = sandbox_target(c, target, argv[optind], "/mode")) != CMD_GO)
+		return rc;
+	rc = EXIT_FAIL;
+	if ((body = json_pack("{s:s}", "mode", mode)) == NULL ||
+	    (until != NULL && json_object_set_new(body, "until",
+	    json_string(until)) != 0)) {
+		cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
+		goto out;
+	}
+	if ((rc = api_json(ctl, c, "PUT", target, body, &sb)) != EXIT_OK)
+		goto out;
+	rc = show_answer(ctl, c, sb);
+ out:
+	json_decref(sb);
+	json_decref(body);
 	return rc;
 }
 

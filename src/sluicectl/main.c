@@ -16,11 +16,14 @@
 /* SPEC's commands, in the order --help lists them. */
 static const struct cmd cmds[] = {
 	{ "sandbox", "add", "ID --source ADDR[/LEN]... --policy NAME|FILE "
-	    "[--team T] [--project P]", cmd_sandbox_add },
+	    "[--team T] [--project P] [--mode observe --until DUR]",
+	    cmd_sandbox_add },
 	{ "sandbox", "ls", "", cmd_sandbox_ls },
 	{ "sandbox", "show", "ID", cmd_sandbox_show },
 	{ "sandbox", "ca", "ID [--bundle [--roots FILE]]", cmd_sandbox_ca },
 	{ "sandbox", "set-policy", "ID NAME|FILE", cmd_sandbox_set_policy },
+	{ "sandbox", "set-mode", "ID observe --until DUR | ID enforce",
+	    cmd_sandbox_set_mode },
 	{ "sandbox", "rm", "ID", cmd_sandbox_rm },
 	{ "policy", "ls", "", cmd_policy_ls },
 	{ "policy", "put", "FILE", cmd_policy_put },
