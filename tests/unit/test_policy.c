@@ -419,6 +419,21 @@ test_match_errors(void **state)
 	expect_error(RULE("    match: {host: a.example, path: x/y}\n"
 	    "    action: pass\n"),
 	    "p.yaml:4:36: 'match.path': 'x/y': a path must start with '/'");
+	/* observe: never | allowed (observe mode of the sandboxes) */
+	{
+		struct policy *p = parse_ok("name: p\nobserve: never\n");
+
+		assert_int_equal(p->observe_never, 1);
+		policy_free(p);
+		p = parse_ok("name: p\nobserve: allowed\n");
+		assert_int_equal(p->observe_never, 0);
+		policy_free(p);
+		p = parse_ok("name: p\n");
+		assert_int_equal(p->observe_never, 0);
+		policy_free(p);
+	}
+	expect_error("name: p\nobserve: always\n",
+	    "p.yaml:2:10: 'observe': 'always' is neither never nor allowed");
 	expect_error(RULE("    match: {host: a.example, path: /a/**b}\n"
 	    "    action: pass\n"),
 	    "'match.path': '/a/**b': '**' must be a whole segment ('*' is a "
