@@ -394,6 +394,15 @@ policy_name_allowed(const struct policy *p, const char *name)
 	return d.verdict != VERDICT_DENY;
 }
 
+int
+policy_intercepts(const struct policy *p, const char *name)
+{
+	uint32_t id;
+
+	return p->intercept_names != NULL &&
+	    nameset_match(p->intercept_names, name, &id);
+}
+
 const char *
 policy_name_refusal(const struct policy *p, const char *name)
 {

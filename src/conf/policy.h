@@ -175,6 +175,8 @@ int	policy_name_allowed(const struct policy *p, const char *name);
  * denies it on every port) or "not-allowed" (no rule allows it).
  */
 const char *policy_name_refusal(const struct policy *p, const char *name);
+/* Whether an intercept rule names this (normalised) host. */
+int	policy_intercepts(const struct policy *p, const char *name);
 /*
  * The name alone, before any address is known (the explicit proxy's
  * authority, judged before it is resolved): DENY ("invalid-name",

@@ -28,6 +28,8 @@ static const struct cmd cmds[] = {
 	{ "policy", "ls", "", cmd_policy_ls },
 	{ "policy", "put", "FILE", cmd_policy_put },
 	{ "policy", "check", "FILE...", cmd_policy_check },
+	{ "policy", "replay", "CANDIDATE --audit FILE... --sandbox ID "
+	    "[--since T]", cmd_policy_replay },
 	{ "secret", "ls", "", cmd_secret_ls },
 	{ "secret", "put", "FILE.sealed", cmd_secret_put },
 	{ "secret", "rm", "NAME", cmd_secret_rm },

@@ -25,6 +25,11 @@
 #                    (cause expired), mode enforce, other.test refused
 #                    again, a connection let through only by observe is
 #                    closed (observe-ended), the file has no observe_until
+#   replay_wider     sluicectl policy replay of the trail against a wider
+#                    candidate: exactly what observe let through is newly
+#                    allowed, nothing newly denied (JSON and table)
+#   replay_narrower  against a narrower one: it lists what a live run
+#                    under that policy then refuses
 #   obs_api_bad      bad modes and durations are refused (400)
 #   daemon_*         the same sluiced throughout, and a clean end
 # Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
@@ -239,7 +244,45 @@ obs_api_bad() {
 	[ "$st" = 404 ] || { why="unknown sandbox: $st"; return 1; }
 	[ "$(sb_mode)" = enforce ] || { why="a refused change changed the mode"; return 1; }
 }
+# replay WHATS-OF CHANGE CANDIDATE: the sorted "what"s of CHANGE groups
+replay_whats() {
+	jq -r --arg c "$1" '[.changes[] | select(.change == $c) | "\(.kind) \(.what)"] | sort | join(",")' "$WORK/replay.json"
+}
+replay_run() {
+	"${CTL[@]}" --json policy replay "$1" --audit "$AUDIT" --sandbox box >"$WORK/replay.json" 2>"$WORK/replay.e" ||
+	    { why="policy replay: $(short "$(cat "$WORK/replay.e")")"; return 1; }
+}
+# a wider candidate: what observe let through is what it allows
+replay_wider() {
+	sed 's/^  deny:/  allow:\n    - domain: other.test\n  deny:/' "$POLDIR/obs.yaml" >"$WORK/wider.yaml"
+	printf '  - name: echo\n    match: {host: allowed.test, path: /echo-*}\n    action: pass\n' >>"$WORK/wider.yaml"
+	replay_run "$WORK/wider.yaml" || return 1
+	[ "$(replay_whats newly-allowed)" = "conn other.test:443,dns other.test,request GET allowed.test/echo-headers" ] &&
+	    [ "$(jq .newly_denied "$WORK/replay.json")" = 0 ] ||
+	    { why="replay of the wider candidate: $(short "$(jq -c . "$WORK/replay.json")")"; return 1; }
+	# the table form says the same
+	out=$("${CTL[@]}" policy replay "$WORK/wider.yaml" --audit "$AUDIT" --sandbox box 2>&1) &&
+	    grep -q '^newly-allowed  *conn  *other.test:443  *deny not-allowed  *pass allow-name' <<<"$out" ||
+	    { why="the table: $(short "$out")"; return 1; }
+}
+# a narrower one: replay lists what a live run under it then refuses
+replay_narrower() {
+	local off
+	printf 'name: narrow\negress:\n  default: deny\n' >"$WORK/narrow.yaml"
+	replay_run "$WORK/narrow.yaml" || return 1
+	[ "$(replay_whats newly-denied)" = "conn allowed.test:443,request GET allowed.test/reflect" ] ||
+	    { why="replay of the narrower candidate: $(short "$(jq -c .changes "$WORK/replay.json")")"; return 1; }
+	out=$("${CTL[@]}" sandbox set-policy box "$WORK/narrow.yaml" 2>&1) || { why="set-policy: $(short "$out")"; return 1; }
+	off=$(audit_lines)
+	hc https://allowed.test/reflect
+	[ "$cexit" != 0 ] || { why="allowed.test/reflect under narrow: $cst"; return 1; }
+	tls https://other.test/
+	[ "$cexit" != 0 ] || { why="other.test under narrow: $cst"; return 1; }
+	audit_has "$off" 'type=conn sandbox=box sni=allowed.test action=deny reason=not-allowed'
+}
 check obs_ends obs_ends
+check replay_wider replay_wider
+check replay_narrower replay_narrower
 check obs_api_bad obs_api_bad
 check daemon_same daemon_same
 check daemon_ends daemon_ends
