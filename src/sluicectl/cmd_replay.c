@@ -6,7 +6,6 @@
  */
 #include "autoconf.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,14 +18,14 @@
 #include "sluicectl/out.h"
 #include "sluicectl/replay.h"
 #include "sluicectl/sluicectl.h"
+#include "sluicectl/trail.h"
 
-#define REPLAY_LINE_MAX	(1024 * 1024)	/* longer lines are no records */
 #define REPLAY_FILES_MAX 64
 
 struct tally {
 	json_t		*groups;	/* key -> index in list */
 	json_t		*list;		/* [{change, kind, what, now, candidate, count}] */
-	unsigned long long judged, same, skipped, other, bad;
+	unsigned long long judged, same, skipped;
 	unsigned long long nchange[RP_CHANGED + 1];
 };
 
@@ -97,56 +96,24 @@ group_cmp(const void *a, const void *b)
 	    json_string_value(json_object_get(y, "what")));
 }
 
-static int
-replay_file(const struct cmd *c, const struct policy *cand, const char *path,
-    const char *sandbox, const char *since, struct tally *t)
-{
-	FILE *f;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	json_t *rec;
-	const char *sb, *ts;
-	struct rp_result r;
-	int rc = 0;
+struct replay_arg {
+	const struct policy *cand;
+	struct tally	*t;
+};
 
-	if ((f = fopen(path, "r")) == NULL) {
-		cmd_err(c, "%s: %s", path, strerror(errno));
-		return -1;
+static int
+replay_one(const json_t *rec, void *arg)
+{
+	struct replay_arg *ra = arg;
+	struct rp_result r;
+
+	/* r's strings may point into rec: counted before it goes. */
+	replay_record(ra->cand, rec, &r);
+	if (r.change == RP_SKIPPED) {
+		ra->t->skipped++;
+		return 0;
 	}
-	while ((n = getline(&line, &cap, f)) > 0) {
-		if ((size_t)n > REPLAY_LINE_MAX || (rec = json_loadb(line,
-		    (size_t)n, 0, NULL)) == NULL || !json_is_object(rec)) {
-			t->bad++;
-			continue;
-		}
-		sb = json_string_value(json_object_get(rec, "sandbox"));
-		ts = json_string_value(json_object_get(rec, "ts"));
-		if (sb == NULL || strcmp(sb, sandbox) != 0 ||
-		    (since != NULL && (ts == NULL || strcmp(ts, since) < 0))) {
-			t->other++;
-			json_decref(rec);
-			continue;
-		}
-		/* r's strings may point into rec: counted before it goes. */
-		replay_record(cand, rec, &r);
-		if (r.change == RP_SKIPPED)
-			t->skipped++;
-		else if (tally_add(t, &r) != 0) {
-			json_decref(rec);
-			cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
-			rc = -1;
-			break;
-		}
-		json_decref(rec);
-	}
-	if (ferror(f)) {
-		cmd_err(c, "%s: %s", path, strerror(errno));
-		rc = -1;
-	}
-	free(line);
-	fclose(f);
-	return rc;
+	return tally_add(ra->t, &r);
 }
 
 static const char *
@@ -278,9 +245,21 @@ cmd_policy_replay(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 		cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
 		goto out;
 	}
-	for (i = 0; i < nfiles; i++)
-		if (replay_file(c, cand, files[i], sandbox, since, &t) != 0)
+	for (i = 0; i < nfiles; i++) {
+		struct replay_arg ra = { cand, &t };
+		struct trail_count tc = { 0, 0 };
+
+		switch (trail_walk(c, files[i], sandbox, since, replay_one, &ra,
+		    &tc)) {
+		case 0:
+			break;
+		case -1:
 			goto out;
+		default:
+			cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
+			goto out;
+		}
+	}
 	/* Sorted in place: the array's items, by change then count. */
 	if (json_array_size(t.list) > 1) {
 		size_t n = json_array_size(t.list);

@@ -28,6 +28,8 @@ static const struct cmd cmds[] = {
 	{ "policy", "ls", "", cmd_policy_ls },
 	{ "policy", "put", "FILE", cmd_policy_put },
 	{ "policy", "check", "FILE...", cmd_policy_check },
+	{ "policy", "suggest", "--audit FILE... --sandbox ID [--since T] "
+	    "[--name NAME]", cmd_policy_suggest },
 	{ "policy", "replay", "CANDIDATE --audit FILE... --sandbox ID "
 	    "[--since T]", cmd_policy_replay },
 	{ "secret", "ls", "", cmd_secret_ls },

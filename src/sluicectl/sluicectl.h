@@ -55,6 +55,8 @@ int	cmd_args(struct ctl *ctl, const struct cmd *c, int argc, char **argv,
 int	cmd_policy_ls(struct ctl *, const struct cmd *, int, char **);
 int	cmd_policy_put(struct ctl *, const struct cmd *, int, char **);
 int	cmd_policy_check(struct ctl *, const struct cmd *, int, char **);
+/* cmd_suggest.c */
+int	cmd_policy_suggest(struct ctl *, const struct cmd *, int, char **);
 /* cmd_replay.c */
 int	cmd_policy_replay(struct ctl *, const struct cmd *, int, char **);
 /*

@@ -30,6 +30,10 @@
 #                    allowed, nothing newly denied (JSON and table)
 #   replay_narrower  against a narrower one: it lists what a live run
 #                    under that policy then refuses
+#   suggest_swap     sluicectl policy suggest of the observe window, put in
+#                    force live: the workload passes again, a request it
+#                    never made and a host it never reached are refused,
+#                    and the draft never proposes what a deny rule refused
 #   obs_api_bad      bad modes and durations are refused (400)
 #   daemon_*         the same sluiced throughout, and a clean end
 # Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
@@ -280,9 +284,48 @@ replay_narrower() {
 	[ "$cexit" != 0 ] || { why="other.test under narrow: $cst"; return 1; }
 	audit_has "$off" 'type=conn sandbox=box sni=allowed.test action=deny reason=not-allowed'
 }
+# the workload of the observe window, again; sets why on the first refusal
+workload() {
+	local got a
+	tls https://other.test/
+	[ "$cst" = 200 ] || { why="other.test: $cst exit $cexit"; return 1; }
+	got=$(in_sb bash -c 'echo opaque-hi | socat -t2 - TCP:198.18.1.14:7' 2>&1)
+	[ "$got" = opaque-hi ] || { why="198.18.1.14:7: $(short "$got")"; return 1; }
+	hc https://allowed.test/echo-headers
+	[ "$cst" = 200 ] || { why="allowed.test/echo-headers: $cst"; return 1; }
+	hc https://allowed.test/reflect
+	[ "$cst" = 200 ] || { why="allowed.test/reflect: $cst"; return 1; }
+	a=$(in_sb dig +time=2 +tries=1 +short @198.18.0.1 other.test A 2>&1)
+	[ "$a" = 198.18.1.11 ] || { why="dig other.test: $(short "$a")"; return 1; }
+}
+# observe, suggest, swap in live: what it did passes, what it never did not
+suggest_swap() {
+	local since
+	since=$(date -u -d "@$T_OBS" +%Y-%m-%dT%H:%M:%S)
+	"${CTL[@]}" policy suggest --audit "$AUDIT" --sandbox box --since "$since" \
+	    --name drafted >"$WORK/drafted.yaml" 2>"$WORK/suggest.e" ||
+	    { why="policy suggest: $(short "$(cat "$WORK/suggest.e")")"; return 1; }
+	grep -q '^  default: deny$' "$WORK/drafted.yaml" &&
+	    grep -q '^    - domain: other.test' "$WORK/drafted.yaml" &&
+	    grep -q '^    - cidr: "198.18.1.14/32"' "$WORK/drafted.yaml" &&
+	    grep -q 'path: "/echo-headers"' "$WORK/drafted.yaml" ||
+	    { why="the draft: $(short "$(cat "$WORK/drafted.yaml")")"; return 1; }
+	# never what a deny rule refused, and it says so
+	! grep -q 'domain: denied.test' "$WORK/drafted.yaml" &&
+	    grep -q '^#   198.18.1.12:443 (denied.test): a deny rule refuses it' "$WORK/drafted.yaml" ||
+	    { why="the draft proposes denied.test or does not say why not"; return 1; }
+	out=$("${CTL[@]}" sandbox set-policy box "$WORK/drafted.yaml" 2>&1) ||
+	    { why="set-policy drafted: $(short "$out")"; return 1; }
+	workload || return 1
+	hc https://allowed.test/never-made
+	[ "$cst" = 403 ] || { why="a request never made: $cst"; return 1; }
+	tls https://blocked.test/ --resolve blocked.test:443:198.18.1.13
+	[ "$cexit" != 0 ] || { why="blocked.test, never seen, passed"; return 1; }
+}
 check obs_ends obs_ends
 check replay_wider replay_wider
 check replay_narrower replay_narrower
+check suggest_swap suggest_swap
 check obs_api_bad obs_api_bad
 check daemon_same daemon_same
 check daemon_ends daemon_ends

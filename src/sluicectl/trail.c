@@ -1,0 +1,53 @@
+/* trail.c: a sandbox's records in audit files (trail.h). */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluicectl/sluicectl.h"
+#include "sluicectl/trail.h"
+
+#define TRAIL_LINE_MAX	(1024 * 1024)	/* longer lines are no records */
+
+int
+trail_walk(const struct cmd *c, const char *path, const char *sandbox,
+    const char *since, trail_fn *fn, void *arg, struct trail_count *n)
+{
+	const char *sb, *ts;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	json_t *rec;
+	FILE *f;
+	int rc = 0;
+
+	if ((f = fopen(path, "r")) == NULL) {
+		cmd_err(c, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (rc == 0 && (len = getline(&line, &cap, f)) > 0) {
+		if ((size_t)len > TRAIL_LINE_MAX || (rec = json_loadb(line,
+		    (size_t)len, 0, NULL)) == NULL || !json_is_object(rec)) {
+			if (len > 0)
+				n->bad++;
+			continue;
+		}
+		sb = json_string_value(json_object_get(rec, "sandbox"));
+		ts = json_string_value(json_object_get(rec, "ts"));
+		if (sb == NULL || strcmp(sb, sandbox) != 0 ||
+		    (since != NULL && (ts == NULL || strcmp(ts, since) < 0)))
+			n->other++;
+		else
+			rc = fn(rec, arg);
+		json_decref(rec);
+	}
+	if (rc == 0 && ferror(f)) {
+		cmd_err(c, "%s: %s", path, strerror(errno));
+		rc = -1;
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
