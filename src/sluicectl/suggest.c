@@ -231,20 +231,31 @@ suggest_take(struct suggest *s, const json_t *rec)
 
 /* ---- the draft ------------------------------------------------------ */
 
+static int
+port_cmp(const void *a, const void *b)
+{
+	return atoi(*(const char *const *)a) - atoi(*(const char *const *)b);
+}
+
+/* "ports: [..]", in order. */
 static void
 out_ports(FILE *f, const json_t *ports, const char *indent)
 {
-	const char *p, *sep = "";
+	const char **v, *p;
+	size_t n = 0, i;
+	json_t *val;
 
-	if (ports == NULL || json_object_size(ports) == 0)
+	if (ports == NULL || json_object_size(ports) == 0 ||
+	    (v = calloc(json_object_size(ports), sizeof(*v))) == NULL)
 		return;
+	json_object_foreach((json_t *)ports, p, val)
+		v[n++] = p;
+	qsort(v, n, sizeof(*v), port_cmp);
 	fprintf(f, "%sports: [", indent);
-	json_object_foreach((json_t *)ports, p, ports) {
-		(void)ports;
-		fprintf(f, "%s%s", sep, p);
-		sep = ", ";
-	}
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s%s", i ? ", " : "", v[i]);
 	fprintf(f, "]\n");
+	free(v);
 }
 
 /* The name one label up, or NULL for a name of two labels or fewer. */
@@ -430,7 +441,7 @@ group_end(const struct pathset *ps, size_t i, size_t hi, size_t d)
 /*
  * Paths v[lo..hi), sorted and distinct, share their first d segments
  * (the prefix P).  With COLLAPSE_MIN different segments d or more below
- * P: one glob, P and "/" and "**" (which covers P too), or P and "/" and
+ * a P of one segment or more: one glob, P and "/" and "**" (which covers P too), or P and "/" and
  * "*.ext" when each is a last segment with the same extension.  Fewer: P itself when it was
  * seen, each single path as it is, each group deeper.
  */
@@ -461,7 +472,8 @@ collapse(FILE *f, const char *host, const struct pathset *ps, size_t lo,
 				ext = NULL;
 		}
 	}
-	if (kids >= COLLAPSE_MIN) {
+	/* Never all of a host: its whole API is not what a sandbox showed. */
+	if (d > 0 && kids >= COLLAPSE_MIN) {
 		memset(&g, 0, sizeof(g));
 		if ((g.methods = json_object()) == NULL)
 			return;
@@ -496,22 +508,29 @@ static void
 out_rule(FILE *f, const char *host, const struct glob *g, int idx,
     int is_glob)
 {
-	const char *m, *sep = "";
+	const char *m, *sep = "", **v;
 	json_t *n;
 	long long total = 0;
 	char name[64];
-	size_t i;
+	size_t i, nv = 0;
 
 	snprintf(name, sizeof(name), "%.48s-%d", host, idx);
 	for (i = 0; name[i] != '\0'; i++)
 		if (name[i] == '.' || name[i] == '*')
 			name[i] = '-';
 	fprintf(f, "  - name: %s\n    match: {host: %s, methods: [", name, host);
+	if ((v = calloc(json_object_size(g->methods), sizeof(*v))) == NULL)
+		return;
 	json_object_foreach(g->methods, m, n) {
-		fprintf(f, "%s%s", sep, m);
-		sep = ", ";
+		v[nv++] = m;
 		total += json_integer_value(n);
 	}
+	qsort(v, nv, sizeof(*v), path_cmp);	/* by name */
+	for (i = 0; i < nv; i++) {
+		fprintf(f, "%s%s", sep, v[i]);
+		sep = ", ";
+	}
+	free(v);
 	fputs("], path: \"", f);
 	if (is_glob)
 		fputs(g->text, f);
