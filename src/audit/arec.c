@@ -369,6 +369,27 @@ arec_finish(struct arec *r, const char *type)
 	return f;
 }
 
+size_t
+arec_json(const struct arec *r, const char *type, char *out, size_t cap)
+{
+	size_t o, i;
+	int n;
+
+	n = snprintf(out, cap, "{\"type\":\"%s\"", type);
+	if (n < 0 || (size_t)n >= cap)
+		return 0;
+	o = (size_t)n;
+	for (i = 0; i < r->n; i++) {
+		if (cap - o < r->m[i].len + 2)
+			return 0;
+		memcpy(out + o, r->buf + r->m[i].off, r->m[i].len);
+		o += r->m[i].len;
+	}
+	out[o++] = '}';
+	out[o] = '\0';
+	return o;
+}
+
 /* ---- sealing ------------------------------------------------------------ */
 
 struct seg {

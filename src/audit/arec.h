@@ -63,6 +63,13 @@ void	arec_bool(struct arec *r, const char *key, int v);
  * A member whose value is already canonical JSON (an array or object
  * built with arec_json_* below, its members in key order).
  */
+/*
+ * The record so far as one JSON object with "type" first (no "ts"; a key
+ * set twice is there twice, the last counts), NUL-terminated in out; its
+ * length, or 0 when it does not fit in cap.
+ */
+size_t	arec_json(const struct arec *r, const char *type, char *out,
+	    size_t cap);
 void	arec_raw(struct arec *r, const char *key, const char *json,
 	    size_t len);
 

@@ -881,6 +881,8 @@ conn_audit(struct conn *c, const char *reason)
 		arec_str(&rec, "detail", c->detail);
 	if (c->kind == LISTEN_PROXY && c->authority[0])
 		arec_str(&rec, "authority", c->authority);
+	if (c->counter != NULL)
+		recent_add(&c->counter->recent, "conn", &rec);
 	audit_write_rec(c->l->audit, "conn", &rec);
 	mtable_add(&c->l->metrics.conns, action, pass ? c->dec.reason : reason);
 	if (c->counter != NULL) {

@@ -191,6 +191,8 @@ icpt_audit_request(struct icpt *ic, struct icpt_req *r)
 	if (c->observing)
 		arec_bool(&rec, "observe", 1);
 	arec_bool(&rec, "intercepted", 1);
+	if (c->counter != NULL)
+		recent_add(&c->counter->recent, "request", &rec);
 	audit_write_rec(c->l->audit, "request", &rec);
 }
 

@@ -283,6 +283,8 @@ audit_injected(struct icpt *ic, const struct inject *inj)
 	arec_str(rec, "rid", ic->cur.rid);
 	arec_raw(rec, "secrets", arr, alen);
 	arec_bool(rec, "intercepted", 1);
+	if (c->counter != NULL)
+		recent_add(&c->counter->recent, "request", rec);
 	if (audit_submit_rec(a, "request", rec, &ticket) != 0) {
 		ic->cur.rid[0] = '\0';	/* no request record: no response one */
 		return -1;

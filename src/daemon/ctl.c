@@ -460,8 +460,10 @@ client_handle(struct ctl_conn *cc)
 	}
 	memset(&q, 0, sizeof(q));
 	cc->url[cc->urllen] = '\0';
-	if ((qm = strchr(cc->url, '?')) != NULL)
-		*qm = '\0';	/* no endpoint takes a query */
+	if ((qm = strchr(cc->url, '?')) != NULL) {
+		*qm = '\0';
+		q.query = qm + 1;
+	}
 	q.method = llhttp_method_name(llhttp_get_method(&cc->parser));
 	q.path = cc->url;
 	q.body = cc->body != NULL ? cc->body : "";

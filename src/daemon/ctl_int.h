@@ -26,6 +26,7 @@ struct state;
 struct ctl_req {
 	const char	*method;	/* "GET", ... */
 	const char	*path;		/* without the query */
+	const char	*query;		/* after '?', or NULL */
 	const char	*body;		/* NUL-terminated; bodylen bytes */
 	size_t		 bodylen;
 	uid_t		 uid;		/* the peer */

@@ -18,6 +18,7 @@
 
 #include "conf/config.h"
 #include "conf/policy.h"
+#include "conf/replay.h"
 #include "keys/ca.h"
 #include "audit/audit.h"
 #include "loop/state.h"
@@ -195,6 +196,13 @@ sandbox_json(const struct sandbox *sb, int with_pem)
 	}
 	return j;
 }
+
+struct replay_arg {
+	const struct policy	*cand;
+	struct replay_tally	*t;
+	size_t			 n;
+	int			 nomem;
+};
 
 /* ---- reading a body ------------------------------------------------- */
 
@@ -564,6 +572,53 @@ ctl_sandbox_restore(struct daemon *d, json_t *body, struct ca **ca,
 }
 
 static void
+replay_recent(const char *text, size_t len, void *arg)
+{
+	struct replay_arg *ra = arg;
+	struct rp_result res;
+	json_t *rec;
+
+	ra->n++;
+	if ((rec = json_loadb(text, len, 0, NULL)) == NULL)
+		return;
+	replay_record(ra->cand, rec, &res);
+	if (replay_tally_add(ra->t, &res) != 0)
+		ra->nomem = 1;
+	json_decref(rec);
+}
+
+/*
+ * PUT /v1/sandboxes/ID/policy?dry_run=1: the sandbox's last decisions
+ * (recent.h) judged under the candidate; nothing changes.
+ */
+static void
+dry_run(struct daemon *d, const struct sandbox *sb, const struct policy *cand,
+    struct ctl_resp *r)
+{
+	struct replay_arg ra = { cand, replay_tally_new(), 0, 0 };
+	json_t *sum;
+
+	if (ra.t == NULL) {
+		ctl_reply_error(r, 500, NULL, "out of memory");
+		return;
+	}
+	recent_each(&sb->counter->recent, replay_recent, &ra);
+	if (ra.nomem || (sum = replay_tally_json(ra.t, sb->id)) == NULL) {
+		replay_tally_free(ra.t);
+		ctl_reply_error(r, 500, NULL, "out of memory");
+		return;
+	}
+	json_object_set_new(sum, "dry_run", json_true());
+	json_object_set_new(sum, "policy", json_string(cand->name));
+	json_object_set_new(sum, "current_policy",
+	    json_string(sb->policy->name));
+	json_object_set_new(sum, "records", json_integer((json_int_t)ra.n));
+	json_object_set_new(sum, "records_max", json_integer(RECENT_MAX));
+	replay_tally_free(ra.t);
+	ctl_reply_json(r, 200, sum);
+}
+
+static void
 set_policy(struct daemon *d, const char *id, const struct ctl_req *q,
     struct ctl_resp *r)
 {
@@ -594,6 +649,16 @@ set_policy(struct daemon *d, const char *id, const struct ctl_req *q,
 	}
 	if (read_policy(d, v, id, &in, r) != 0)
 		goto out;
+	if (q->query != NULL && (strcmp(q->query, "dry_run=1") == 0 ||
+	    strcmp(q->query, "dry_run=true") == 0)) {
+		dry_run(d, old, in.inline_policy ? in.inline_policy :
+		    state_policy(d->state, in.policy_name), r);
+		goto out;
+	}
+	if (q->query != NULL) {
+		ctl_reply_error(r, 400, NULL, "the only query is dry_run=1");
+		goto out;
+	}
 	snprintf(oldname, sizeof(oldname), "%s", old->policy->name);
 	oldrev = old->policy->revision;
 	{

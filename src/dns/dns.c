@@ -184,6 +184,8 @@ dns_audit(struct loop *l, const struct sandbox *sb, const struct policy *pol,
 		if (res->truncated)
 			arec_bool(&rec, "truncated", 1);
 	}
+	if (sb->id != NULL && sb->counter != NULL)
+		recent_add(&sb->counter->recent, "dns", &rec);
 	audit_write_rec(l->audit, "dns", &rec);
 }
 

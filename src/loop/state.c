@@ -36,6 +36,7 @@ sb_counter_new(void)
 	atomic_init(&c->denied_total, 0);
 	pthread_mutex_init(&c->dns_mtx, NULL);
 	pthread_mutex_init(&c->ca_mtx, NULL);
+	recent_init(&c->recent);
 	return c;
 }
 
@@ -54,6 +55,7 @@ sb_counter_unref(struct sb_counter *c)
 		leafcache_free(c->leaves);
 		pthread_mutex_destroy(&c->dns_mtx);
 		pthread_mutex_destroy(&c->ca_mtx);
+		recent_destroy(&c->recent);
 		free(c);
 	}
 }

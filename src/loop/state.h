@@ -11,6 +11,7 @@
 #include "util/addr.h"
 #include "util/err.h"
 #include "parse/dnsmsg.h"
+#include "loop/recent.h"
 
 struct config;
 struct policy;
@@ -41,6 +42,7 @@ struct sb_counter {
 	struct ca	*ca;
 	/* Interception: leaves and ticket keys (tlsterm.h), made on first use. */
 	struct leafcache *leaves;
+	struct recent	recent;		/* its last decisions, for dry runs */
 };
 
 struct sandbox {

@@ -378,12 +378,38 @@ int
 cmd_sandbox_set_policy(struct ctl *ctl, const struct cmd *c, int argc,
     char **argv)
 {
+	static const struct option opts[] = {
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	char target[TARGET_MAX];
 	json_t *pol = NULL, *body = NULL, *sb = NULL;
-	int rc, first;
+	int rc, first, ch, dry = 0;
 
-	if ((rc = cmd_args(ctl, c, argc, argv, 2, 2, &first)) != CMD_GO ||
-	    (rc = sandbox_target(c, target, argv[first], "/policy")) != CMD_GO)
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'n':
+			dry = 1;
+			break;
+		case 'j':
+			ctl->json = 1;
+			break;
+		case 'h':
+			cmd_usage(c, stdout);
+			return EXIT_OK;
+		default:
+			return cmd_badopt(c, ch, argv);
+		}
+	}
+	if (argc - optind != 2)
+		return cmd_usage_err(c, "want ID and NAME|FILE");
+	first = optind;
+	if ((rc = sandbox_target(c, target, argv[first], dry ?
+	    "/policy?dry_run=1" : "/policy")) != CMD_GO)
 		return rc;
 	if (*argv[first + 1] == '\0')
 		return cmd_usage_err(c, "the policy is empty");
@@ -396,7 +422,7 @@ cmd_sandbox_set_policy(struct ctl *ctl, const struct cmd *c, int argc,
 	}
 	if ((rc = api_json(ctl, c, "PUT", target, body, &sb)) != EXIT_OK)
 		goto out;
-	rc = show_answer(ctl, c, sb);
+	rc = dry ? replay_show(ctl, c, sb) : show_answer(ctl, c, sb);
  out:
 	json_decref(sb);
 	json_decref(body);

@@ -59,6 +59,8 @@ int	cmd_policy_check(struct ctl *, const struct cmd *, int, char **);
 int	cmd_policy_suggest(struct ctl *, const struct cmd *, int, char **);
 /* cmd_replay.c */
 int	cmd_policy_replay(struct ctl *, const struct cmd *, int, char **);
+/* A replay's summary (replay_tally_json) as a table, or JSON with --json. */
+int	replay_show(const struct ctl *, const struct cmd *, const json_t *sum);
 /*
  * A --policy or set-policy argument as the API's "policy" value: the
  * inline document when arg names a regular file (or contains a '/'),

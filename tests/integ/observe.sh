@@ -34,6 +34,9 @@
 #                    force live: the workload passes again, a request it
 #                    never made and a host it never reached are refused,
 #                    and the draft never proposes what a deny rule refused
+#   dry_run          PUT /v1/sandboxes/box/policy?dry_run=1: the recent
+#                    decisions the daemon keeps judged under a candidate,
+#                    the diff answered, nothing applied
 #   obs_api_bad      bad modes and durations are refused (400)
 #   daemon_*         the same sluiced throughout, and a clean end
 # Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
@@ -325,7 +328,30 @@ suggest_swap() {
 check obs_ends obs_ends
 check replay_wider replay_wider
 check replay_narrower replay_narrower
+# the same against the daemon's memory of the sandbox's last decisions
+dry_run() {
+	local before
+	api GET /v1/sandboxes/box
+	before=$(jq -r .policy_revision <<<"$out")
+	api PUT '/v1/sandboxes/box/policy?dry_run=1' '{"policy":{"name":"narrow2","egress":{"default":"deny"}}}'
+	[ "$st" = 200 ] && jq -e '.dry_run == true and .policy == "narrow2" and .current_policy == "drafted" and .records > 0 and .records <= .records_max' <<<"$out" >/dev/null ||
+	    { why="dry run: $st $(short "$out")"; return 1; }
+	jq -e '[.changes[] | select(.change == "newly-denied") | "\(.kind) \(.what)"] | (index("conn other.test:443") != null) and (index("request GET allowed.test/echo-headers") != null) and (index("dns other.test") != null)' <<<"$out" >/dev/null ||
+	    { why="dry run changes: $(short "$(jq -c .changes <<<"$out")")"; return 1; }
+	api GET /v1/sandboxes/box
+	[ "$(jq -r .policy <<<"$out")" = drafted ] && [ "$(jq -r .policy_revision <<<"$out")" = "$before" ] ||
+	    { why="the dry run changed the policy: $(short "$out")"; return 1; }
+	out=$("${CTL[@]}" sandbox set-policy --dry-run box "$WORK/narrow.yaml" 2>&1) &&
+	    grep -q '^newly-denied  *conn  *other.test:443 ' <<<"$out" ||
+	    { why="sluicectl sandbox set-policy --dry-run: $(short "$out")"; return 1; }
+	api PUT '/v1/sandboxes/box/policy?apply=maybe' '{"policy":"obs"}'
+	[ "$st" = 400 ] || { why="an unknown query: $st"; return 1; }
+	api GET /v1/sandboxes/box
+	[ "$(jq -r .policy <<<"$out")" = drafted ] || { why="a refused query changed the policy"; return 1; }
+	workload
+}
 check suggest_swap suggest_swap
+check dry_run dry_run
 check obs_api_bad obs_api_bad
 check daemon_same daemon_same
 check daemon_ends daemon_ends

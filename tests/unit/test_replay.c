@@ -8,7 +8,7 @@
 
 #include "util/err.h"
 #include "conf/policy.h"
-#include "sluicectl/replay.h"
+#include "conf/replay.h"
 
 static const char cand_yaml[] =
 	"name: cand\n"

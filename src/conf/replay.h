@@ -1,7 +1,7 @@
 /*
  * replay.h: one audit record judged again under a candidate policy, by
  * the daemon's own decision code (conf/policy.h), for sluicectl policy
- * replay.  What the record says was decided ("now") against what the
+ * replay and the control API's dry runs.  What the record says was decided ("now") against what the
  * candidate would decide, for connections (name or address), DNS names
  * and intercepted requests.  A record that is not a policy decision (a
  * limit, a malformed request, an upstream failure) is skipped.
@@ -43,5 +43,18 @@ struct rp_result {
 void	replay_record(const struct policy *cand, const json_t *rec,
 	    struct rp_result *out);
 const char *rp_change_name(enum rp_change c);
+
+/*
+ * Results grouped by what changes (replay_tally.c): add each (copied; 0,
+ * or -1 out of memory), then the summary as JSON: {sandbox, judged,
+ * unchanged, newly_denied, newly_allowed, changed, skipped, changes:
+ * [{change, kind, what, now, candidate, count, approximate}]}, newly
+ * denied first, most seen first (a new reference, NULL out of memory).
+ */
+struct replay_tally;
+struct replay_tally *replay_tally_new(void);
+void	replay_tally_free(struct replay_tally *t);
+int	replay_tally_add(struct replay_tally *t, const struct rp_result *r);
+json_t	*replay_tally_json(struct replay_tally *t, const char *sandbox);
 
 #endif

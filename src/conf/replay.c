@@ -8,7 +8,7 @@
 #include "util/addr.h"
 #include "util/names.h"
 #include "conf/policy.h"
-#include "sluicectl/replay.h"
+#include "conf/replay.h"
 
 static const char *
 str(const json_t *rec, const char *key)
