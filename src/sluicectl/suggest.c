@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/addr.h"
 #include "util/names.h"
@@ -178,6 +179,43 @@ take_dns(struct suggest *s, const json_t *rec)
 		bump(n, "refused_lookups");
 }
 
+/*
+ * Whether p is a path as http_path_normalize() leaves it, so that it can
+ * stand in a glob: segments of unreserved and sub-delimiter characters
+ * and valid escapes (never an encoded '/', '\\' or NUL), no empty segment
+ * but a last one, no dot segment.
+ */
+static int
+normalised_path(const char *p)
+{
+	const char *seg;
+	size_t n;
+
+	if (p[0] != '/')
+		return 0;
+	for (seg = p + 1;; seg += n + 1) {
+		n = strcspn(seg, "/");
+		if ((n == 0 && seg[n] == '/') || (n == 1 && seg[0] == '.') ||
+		    (n == 2 && seg[0] == '.' && seg[1] == '.'))
+			return 0;
+		for (p = seg; p < seg + n; p++) {
+			if (*p == '%') {
+				if (!isxdigit((unsigned char)p[1]) ||
+				    !isxdigit((unsigned char)p[2]) ||
+				    strncasecmp(p, "%2f", 3) == 0 ||
+				    strncasecmp(p, "%5c", 3) == 0 ||
+				    strncmp(p, "%00", 3) == 0)
+					return 0;
+				p += 2;
+			} else if (!isalnum((unsigned char)*p) &&
+			    strchr("-._~!$&'()*+,;=:@", *p) == NULL)
+				return 0;
+		}
+		if (seg[n] == '\0')
+			return 1;
+	}
+}
+
 static void
 take_request(struct suggest *s, const json_t *rec)
 {
@@ -196,6 +234,8 @@ take_request(struct suggest *s, const json_t *rec)
 	for (i = 0; method[i] != '\0'; i++)
 		if (!isupper((unsigned char)method[i]))
 			return;
+	if (!normalised_path(path))
+		return;		/* not what the daemon judges requests by */
 	if (strcmp(reason, "deny-rule") == 0) {
 		snprintf(what, sizeof(what), "%s %s%s", method, norm, path);
 		refuse(s, what, "a deny rule refuses it");
@@ -347,17 +387,19 @@ out_cidrs(FILE *f, struct suggest *s)
 	}
 }
 
-/* A path as a glob that matches only itself: '*' escaped, quoted. */
+/* p[0..len) as glob text that matches only itself: '*' is "%2A". */
 static void
-out_literal_path(FILE *f, const char *p)
+esc_path(char *out, size_t cap, const char *p, size_t len)
 {
-	for (; *p != '\0'; p++)
-		if (*p == '*')
-			fputs("%2A", f);
-		else if (*p == '"' || *p == '\\')
-			fprintf(f, "%%%02X", (unsigned char)*p);
-		else
-			fputc(*p, f);
+	size_t o = 0, i;
+
+	for (i = 0; i < len && o + 4 < cap; i++)
+		if (p[i] == '*') {
+			memcpy(out + o, "%2A", 3);
+			o += 3;
+		} else
+			out[o++] = p[i];
+	out[o] = '\0';
 }
 
 struct pathset {
@@ -420,7 +462,7 @@ out_exact(FILE *f, const char *host, const char *p, const json_t *paths,
 	memset(&g, 0, sizeof(g));
 	if ((g.methods = json_object()) == NULL)
 		return;
-	snprintf(g.text, sizeof(g.text), "%s", p);
+	esc_path(g.text, sizeof(g.text), p, strlen(p));
 	glob_methods(&g, json_object_get(paths, p));
 	out_rule(f, host, &g, (*idx)++, 0);
 	json_decref(g.methods);
@@ -441,9 +483,10 @@ group_end(const struct pathset *ps, size_t i, size_t hi, size_t d)
 /*
  * Paths v[lo..hi), sorted and distinct, share their first d segments
  * (the prefix P).  With COLLAPSE_MIN different segments d or more below
- * a P of one segment or more: one glob, P and "/" and "**" (which covers P too), or P and "/" and
- * "*.ext" when each is a last segment with the same extension.  Fewer: P itself when it was
- * seen, each single path as it is, each group deeper.
+ * a P of one segment or more: one glob, P and "/" and "**" (which covers
+ * P too), or P and "/" and "*.ext" when each is a last segment with the
+ * same extension.  Fewer: P itself when it was seen, each single path as
+ * it is, each group deeper.
  */
 static void
 collapse(FILE *f, const char *host, const struct pathset *ps, size_t lo,
@@ -477,13 +520,14 @@ collapse(FILE *f, const char *host, const struct pathset *ps, size_t lo,
 		memset(&g, 0, sizeof(g));
 		if ((g.methods = json_object()) == NULL)
 			return;
+		/* P escaped, then the glob's own stars */
+		esc_path(g.text, sizeof(g.text) - 80, ps->v[lo], plen);
 		if (!ends && leafs == kids && ext != NULL && ext[1] != '\0' &&
-		    strchr(ext, '*') == NULL)
-			snprintf(g.text, sizeof(g.text), "%.*s/*%s", (int)plen,
-			    ps->v[lo], ext);
-		else
-			snprintf(g.text, sizeof(g.text), "%.*s/**", (int)plen,
-			    ps->v[lo]);
+		    strchr(ext, '*') == NULL && strlen(ext) < 64) {
+			strcat(g.text, "/*");
+			strcat(g.text, ext);
+		} else
+			strcat(g.text, "/**");
 		for (i = lo; i < hi; i++)
 			glob_methods(&g, json_object_get(paths, ps->v[i]));
 		out_rule(f, host, &g, (*idx)++, 1);
@@ -531,11 +575,7 @@ out_rule(FILE *f, const char *host, const struct glob *g, int idx,
 		sep = ", ";
 	}
 	free(v);
-	fputs("], path: \"", f);
-	if (is_glob)
-		fputs(g->text, f);
-	else
-		out_literal_path(f, g->text);
+	fprintf(f, "], path: \"%s", g->text);
 	fprintf(f, "\"}\n    action: pass  # requests: %lld", total);
 	if (is_glob)
 		fprintf(f, ", paths: %zu", g->paths);
@@ -577,7 +617,10 @@ void
 suggest_render(FILE *f, struct suggest *s, const char *name,
     const char *sandbox, const char *source)
 {
+	char *allow = NULL;
+	size_t len = 0;
 	const char *k;
+	FILE *mem;
 	json_t *r;
 
 	fprintf(f, "# Drafted by sluicectl policy suggest from %llu records of "
@@ -585,10 +628,13 @@ suggest_render(FILE *f, struct suggest *s, const char *name,
 	    "else: check it with sluicectl\n# policy replay before it is put "
 	    "in force.\n", s->used, sandbox, source);
 	fprintf(f, "name: %s\negress:\n  default: deny\n", name);
-	if (json_object_size(s->names) + json_object_size(s->addrs) > 0) {
-		fputs("  allow:\n", f);
-		out_domains(f, s);
-		out_cidrs(f, s);
+	/* An allow list only when something is in it. */
+	if ((mem = open_memstream(&allow, &len)) != NULL) {
+		out_domains(mem, s);
+		out_cidrs(mem, s);
+		if (fclose(mem) == 0 && len > 0)
+			fprintf(f, "  allow:\n%s", allow);
+		free(allow);
 	}
 	out_intercepts(f, s);
 	if (json_object_size(s->refused) == 0)

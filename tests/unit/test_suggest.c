@@ -140,6 +140,15 @@ test_paths(void **state)
 	/* two: each as it is, '*' kept literal */
 	req(s, "POST", "/graphql");
 	req(s, "GET", "/odd*name");
+	/* a star in a prefix stays a literal one */
+	req(s, "GET", "/st*r/a");
+	req(s, "GET", "/st*r/b");
+	req(s, "GET", "/st*r/c");
+	/* not what the daemon judges by: left out */
+	req(s, "GET", "/a//b");
+	req(s, "GET", "/bad%zzescape");
+	req(s, "GET", "/x/../y");
+	req(s, "GET", "/sp ace");
 	d = draft(s);
 	assert_non_null(strstr(d, "methods: [GET, PUT], path: "
 	    "\"/v1/files/*.json\"}"));
@@ -147,6 +156,11 @@ test_paths(void **state)
 	assert_non_null(strstr(d, "methods: [POST], path: \"/graphql\"}"));
 	assert_non_null(strstr(d, "path: \"/odd%2Aname\"}"));
 	assert_non_null(strstr(d, "action: pass  # requests: 3, paths: 3"));
+	assert_non_null(strstr(d, "path: \"/st%2Ar/**\"}"));
+	assert_null(strstr(d, "/a//b"));
+	assert_null(strstr(d, "zzescape"));
+	assert_null(strstr(d, "/x/../y"));
+	assert_null(strstr(d, "sp ace"));
 	/* never the whole host */
 	assert_null(strstr(d, "path: \"/**\""));
 	free(d);
