@@ -223,13 +223,14 @@ cmd_sandbox_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	if ((rc = api_view(ctl, c, argc, argv, "/v1/sandboxes", &ans)) !=
 	    CMD_GO)
 		return rc;
-	table_init(&t, 7);
-	t.right = 1u << 4 | 1u << 6;
+	table_init(&t, 8);
+	t.right = 1u << 4 | 1u << 7;
 	table_add(&t, "ID");
 	table_add(&t, "TEAM");
 	table_add(&t, "PROJECT");
 	table_add(&t, "POLICY");
 	table_add(&t, "REV");
+	table_add(&t, "MODE");
 	table_add(&t, "SOURCES");
 	table_add(&t, "CONNS");
 	list = json_object_get(ans, "sandboxes");
@@ -239,6 +240,7 @@ cmd_sandbox_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 		table_addj(&t, json_object_get(sb, "project"), ",");
 		table_addj(&t, json_object_get(sb, "policy"), ",");
 		table_addj(&t, json_object_get(sb, "policy_revision"), ",");
+		table_addj(&t, json_object_get(sb, "mode"), ",");
 		table_addj(&t, json_object_get(sb, "sources"), ",");
 		table_addj(&t, json_object_get(sb, "connections"), ",");
 	}
