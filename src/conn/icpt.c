@@ -178,6 +178,8 @@ icpt_audit_request(struct icpt *ic, struct icpt_req *r)
 		arec_str(&rec, "rule", r->rule);
 		arec_int(&rec, "redacted", (int64_t)(r->redacted_head +
 		    r->redacted_body));
+		if (c->observing)
+			arec_bool(&rec, "observe", 1);
 		audit_write_rec(c->l->audit, "response", &rec);
 		icpt_req_release(r);
 		return;

@@ -208,6 +208,8 @@ sign_and_audit(struct icpt *ic, struct icpt_req *q, const char *aud,
 	arec_str(rec, "aud", aud);
 	arec_bool(rec, "body_hash", body_sha256 != NULL);
 	arec_bool(rec, "intercepted", 1);
+	if (c->observing)
+		arec_bool(rec, "observe", 1);
 	if (c->counter != NULL)
 		recent_add(&c->counter->recent, "request", rec);
 	if (audit_submit_rec(a, "request", rec, &ticket) != 0) {

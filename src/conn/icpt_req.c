@@ -283,6 +283,8 @@ audit_injected(struct icpt *ic, const struct inject *inj)
 	arec_str(rec, "rid", ic->cur.rid);
 	arec_raw(rec, "secrets", arr, alen);
 	arec_bool(rec, "intercepted", 1);
+	if (c->observing)
+		arec_bool(rec, "observe", 1);
 	if (c->counter != NULL)
 		recent_add(&c->counter->recent, "request", rec);
 	if (audit_submit_rec(a, "request", rec, &ticket) != 0) {

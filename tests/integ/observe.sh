@@ -159,7 +159,12 @@ obs_tls() {
 	off=$(audit_lines)
 	tls https://other.test/
 	[ "$cst" = 200 ] || { why="other.test while observing: $cst exit $cexit $(short "$(cat "$WORK/t.e")")"; return 1; }
-	audit_has "$off" 'type=conn sandbox=box sni=other.test action=pass reason=observe would_deny=not-allowed observe=true'
+	audit_has "$off" 'type=conn sandbox=box sni=other.test action=pass reason=observe would_deny=not-allowed observe=true' || return 1
+	# plain HTTP too, judged request by request
+	off=$(audit_lines)
+	cst=$(in_sb curl -sS --max-time 8 --resolve other.test:80:198.18.1.11 -o /dev/null -w '%{http_code}' http://other.test/ 2>&1)
+	[ "$cst" = 200 ] || { why="http://other.test while observing: $cst"; return 1; }
+	audit_has "$off" 'type=request sandbox=box host=other.test action=pass reason=observe would_deny=not-allowed observe=true'
 }
 obs_opaque() {
 	local off got
