@@ -20,8 +20,6 @@
 #include "sluicectl/sluicectl.h"
 #include "sluicectl/trail.h"
 
-#define REPLAY_FILES_MAX 64
-
 struct replay_arg {
 	const struct policy	*cand;
 	struct replay_tally	*t;
@@ -35,7 +33,7 @@ replay_one(const json_t *rec, void *arg)
 
 	/* r's strings may point into rec: counted before it goes. */
 	replay_record(ra->cand, rec, &r);
-	return replay_tally_add(ra->t, &r);
+	return replay_tally_add(ra->t, &r) != 0 ? 2 : 0;	/* 2: out of memory */
 }
 
 static const char *
@@ -99,37 +97,29 @@ int
 cmd_policy_replay(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "audit", required_argument, NULL, 'a' },
-		{ "sandbox", required_argument, NULL, 's' },
-		{ "since", required_argument, NULL, 'S' },
+		TRAIL_OPTIONS,
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *files[REPLAY_FILES_MAX], *sandbox = NULL, *since = NULL;
+	struct trail_args ta;
 	struct errlist el = ERRLIST_INIT;
 	struct replay_tally *t = NULL;
 	struct policy *cand = NULL;
-	size_t nfiles = 0, i;
+	size_t i;
 	json_t *sum = NULL;
 	int ch, rc = EXIT_FAIL;
 
+	memset(&ta, 0, sizeof(ta));
 	optind = 0;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if ((rc = trail_arg(c, &ta, ch, optarg)) != 1) {
+			if (rc != CMD_GO)
+				return rc;
+			continue;
+		}
 		switch (ch) {
-		case 'a':
-			if (nfiles == REPLAY_FILES_MAX)
-				return cmd_usage_err(c, "at most %d --audit "
-				    "files", REPLAY_FILES_MAX);
-			files[nfiles++] = optarg;
-			break;
-		case 's':
-			sandbox = optarg;
-			break;
-		case 'S':
-			since = optarg;
-			break;
 		case 'j':
 			ctl->json = 1;
 			break;
@@ -142,10 +132,9 @@ cmd_policy_replay(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cmd_usage_err(c, "want one CANDIDATE policy file");
-	if (nfiles == 0)
-		return cmd_usage_err(c, "--audit FILE is required");
-	if (sandbox == NULL || *sandbox == '\0')
-		return cmd_usage_err(c, "--sandbox ID is required");
+	if ((rc = trail_args_done(c, &ta)) != CMD_GO)
+		return rc;
+	rc = EXIT_FAIL;
 	if (policy_load(argv[optind], &cand, &el) != 0) {
 		for (i = 0; i < el.n; i++)
 			cmd_err(c, "%s", el.msgs[i]);
@@ -158,12 +147,10 @@ cmd_policy_replay(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 		cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
 		goto out;
 	}
-	for (i = 0; i < nfiles; i++) {
+	{
 		struct replay_arg ra = { cand, t };
-		struct trail_count tc = { 0, 0 };
 
-		switch (trail_walk(c, files[i], sandbox, since, replay_one, &ra,
-		    &tc)) {
+		switch (trail_walk_all(c, &ta, replay_one, &ra)) {
 		case 0:
 			break;
 		case -1:
@@ -173,7 +160,7 @@ cmd_policy_replay(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 			goto out;
 		}
 	}
-	if ((sum = replay_tally_json(t, sandbox)) == NULL) {
+	if ((sum = replay_tally_json(t, ta.sandbox)) == NULL) {
 		cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
 		goto out;
 	}

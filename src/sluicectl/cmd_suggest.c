@@ -17,8 +17,6 @@
 #include "sluicectl/sluicectl.h"
 #include "sluicectl/trail.h"
 
-#define SUGGEST_FILES_MAX 64
-
 static int
 take_one(const json_t *rec, void *arg)
 {
@@ -31,41 +29,32 @@ cmd_policy_suggest(struct ctl *ctl, const struct cmd *c, int argc,
     char **argv)
 {
 	static const struct option opts[] = {
-		{ "audit", required_argument, NULL, 'a' },
-		{ "sandbox", required_argument, NULL, 's' },
-		{ "since", required_argument, NULL, 'S' },
+		TRAIL_OPTIONS,
 		{ "name", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *files[SUGGEST_FILES_MAX], *sandbox = NULL, *since = NULL;
+	struct trail_args ta;
 	const char *name = NULL;
 	struct errlist el = ERRLIST_INIT;
-	struct trail_count tc = { 0, 0 };
 	struct suggest *s = NULL;
 	struct policy *p = NULL;
 	char source[512], *buf = NULL;
-	size_t nfiles = 0, len = 0, i, o = 0;
+	size_t len = 0, i, o = 0;
 	FILE *mem;
 	int ch, rc = EXIT_FAIL;
 
 	(void)ctl;
+	memset(&ta, 0, sizeof(ta));
 	optind = 0;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if ((rc = trail_arg(c, &ta, ch, optarg)) != 1) {
+			if (rc != CMD_GO)
+				return rc;
+			continue;
+		}
 		switch (ch) {
-		case 'a':
-			if (nfiles == SUGGEST_FILES_MAX)
-				return cmd_usage_err(c, "at most %d --audit "
-				    "files", SUGGEST_FILES_MAX);
-			files[nfiles++] = optarg;
-			break;
-		case 's':
-			sandbox = optarg;
-			break;
-		case 'S':
-			since = optarg;
-			break;
 		case 'n':
 			name = optarg;
 			break;
@@ -78,12 +67,11 @@ cmd_policy_suggest(struct ctl *ctl, const struct cmd *c, int argc,
 	}
 	if (optind != argc)
 		return cmd_usage_err(c, "unexpected argument '%s'", argv[optind]);
-	if (nfiles == 0)
-		return cmd_usage_err(c, "--audit FILE is required");
-	if (sandbox == NULL || *sandbox == '\0')
-		return cmd_usage_err(c, "--sandbox ID is required");
+	if ((rc = trail_args_done(c, &ta)) != CMD_GO)
+		return rc;
+	rc = EXIT_FAIL;
 	if (name == NULL)
-		name = sandbox;
+		name = ta.sandbox;
 	if (!policy_name_valid(name))
 		return cmd_usage_err(c, "'%s' is not a policy name (--name)",
 		    name);
@@ -92,21 +80,18 @@ cmd_policy_suggest(struct ctl *ctl, const struct cmd *c, int argc,
 		return EXIT_FAIL;
 	}
 	source[0] = '\0';
-	for (i = 0; i < nfiles; i++) {
-		if (trail_walk(c, files[i], sandbox, since, take_one, s,
-		    &tc) != 0)
-			goto out;
-		if (o < sizeof(source))
-			o += (size_t)snprintf(source + o, sizeof(source) - o,
-			    "%s%s", i ? ", " : "", files[i]);
-	}
-	if (since != NULL && o < sizeof(source))
-		snprintf(source + o, sizeof(source) - o, "; since %s", since);
+	if (trail_walk_all(c, &ta, take_one, s) != 0)
+		goto out;
+	for (i = 0; i < ta.nfiles && o < sizeof(source); i++)
+		o += (size_t)snprintf(source + o, sizeof(source) - o, "%s%s",
+		    i ? ", " : "", ta.files[i]);
+	if (ta.since != NULL && o < sizeof(source))
+		snprintf(source + o, sizeof(source) - o, "; since %s", ta.since);
 	if ((mem = open_memstream(&buf, &len)) == NULL) {
 		cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
 		goto out;
 	}
-	suggest_render(mem, s, name, sandbox, source);
+	suggest_render(mem, s, name, ta.sandbox, source);
 	if (fclose(mem) != 0 || buf == NULL) {
 		cmd_err(c, "%s", err_str(SL_ERR_NOMEM));
 		goto out;

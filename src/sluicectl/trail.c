@@ -12,6 +12,51 @@
 #define TRAIL_LINE_MAX	(1024 * 1024)	/* longer lines are no records */
 
 int
+trail_arg(const struct cmd *c, struct trail_args *a, int ch, const char *arg)
+{
+	switch (ch) {
+	case 'a':
+		if (a->nfiles == TRAIL_FILES_MAX)
+			return cmd_usage_err(c, "at most %d --audit files",
+			    TRAIL_FILES_MAX);
+		a->files[a->nfiles++] = arg;
+		return CMD_GO;
+	case 's':
+		a->sandbox = arg;
+		return CMD_GO;
+	case 'S':
+		a->since = arg;
+		return CMD_GO;
+	}
+	return 1;
+}
+
+int
+trail_args_done(const struct cmd *c, const struct trail_args *a)
+{
+	if (a->nfiles == 0)
+		return cmd_usage_err(c, "--audit FILE is required");
+	if (a->sandbox == NULL || *a->sandbox == '\0')
+		return cmd_usage_err(c, "--sandbox ID is required");
+	return CMD_GO;
+}
+
+int
+trail_walk_all(const struct cmd *c, const struct trail_args *a, trail_fn *fn,
+    void *arg)
+{
+	struct trail_count n = { 0, 0 };
+	size_t i;
+	int r;
+
+	for (i = 0; i < a->nfiles; i++)
+		if ((r = trail_walk(c, a->files[i], a->sandbox, a->since, fn,
+		    arg, &n)) != 0)
+			return r;
+	return 0;
+}
+
+int
 trail_walk(const struct cmd *c, const char *path, const char *sandbox,
     const char *since, trail_fn *fn, void *arg, struct trail_count *n)
 {

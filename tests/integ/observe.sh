@@ -269,7 +269,7 @@ replay_wider() {
 	sed 's/^  deny:/  allow:\n    - domain: other.test\n  deny:/' "$POLDIR/obs.yaml" >"$WORK/wider.yaml"
 	printf '  - name: echo\n    match: {host: allowed.test, path: /echo-*}\n    action: pass\n' >>"$WORK/wider.yaml"
 	replay_run "$WORK/wider.yaml" || return 1
-	[ "$(replay_whats newly-allowed)" = "conn other.test:443,dns other.test,request GET allowed.test/echo-headers" ] &&
+	[ "$(replay_whats newly-allowed)" = "conn other.test:443,conn other.test:80,dns other.test,request GET allowed.test/echo-headers" ] &&
 	    [ "$(jq .newly_denied "$WORK/replay.json")" = 0 ] ||
 	    { why="replay of the wider candidate: $(short "$(jq -c . "$WORK/replay.json")")"; return 1; }
 	# the table form says the same
