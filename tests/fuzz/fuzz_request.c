@@ -67,6 +67,9 @@ static const char policy_yaml[] =
 	"      path: /\n"
 	"      query: {q: \"x y*\", \"a b\": \"*\"}\n"
 	"    forward: {to: \"https://broker.example:8443\", audience: aud}\n"
+	"  - name: files\n"
+	"    match: {host: api.example.com, path: \"/v1/files/*.js*n/x*%2A*\"}\n"
+	"    action: pass\n"
 	"  - name: fallback\n"
 	"    match: {host: api.example.com}\n"
 	"    action: deny\n";
@@ -146,20 +149,54 @@ ref_split(const char *s, size_t len, struct segs *sg)
 		}
 }
 
+/*
+ * One glob segment against one path segment: "*" alone is one non-empty
+ * segment; else each raw '*' is any run of bytes, the rest compares
+ * decoded ("%2A" is a literal star).  By dynamic programming.
+ */
 static int
 ref_unit(const char *g, size_t gn, const char *p, size_t pn)
 {
-	char *a, *b;
-	size_t an, bn;
+	unsigned char *prev, *cur, *t;
+	int *pat;
+	char *b, *one;
+	size_t bn, pl = 0, on, i, j, k;
 	int r;
 
 	if (gn == 1 && g[0] == '*')
 		return pn > 0;
-	a = ref_decode(g, gn, &an);
+	CHECK((pat = malloc((gn + 1) * sizeof(*pat))) != NULL);
+	for (i = 0; i < gn; i = k) {
+		if (g[i] == '*') {
+			pat[pl++] = -1;
+			k = i + 1;
+			continue;
+		}
+		for (k = i; k < gn && g[k] != '*'; k++)
+			;
+		one = ref_decode(g + i, k - i, &on);
+		for (j = 0; j < on; j++)
+			pat[pl++] = (unsigned char)one[j];
+		free(one);
+	}
 	b = ref_decode(p, pn, &bn);
-	r = an == bn && memcmp(a, b, an) == 0;
-	free(a);
+	CHECK((prev = calloc(bn + 1, 1)) != NULL);
+	CHECK((cur = calloc(bn + 1, 1)) != NULL);
+	prev[0] = 1;
+	for (i = 0; i < pl; i++) {
+		cur[0] = pat[i] < 0 && prev[0];
+		for (j = 1; j <= bn; j++)
+			cur[j] = pat[i] < 0 ? (cur[j - 1] || prev[j]) :
+			    (prev[j - 1] && (unsigned char)b[j - 1] == pat[i]);
+		t = prev;
+		prev = cur;
+		cur = t;
+	}
+	r = prev[bn];
+	free(prev);
+	free(cur);
 	free(b);
+	free(pat);
 	return r;
 }
 
@@ -178,7 +215,9 @@ ref_path(const char *glob, const char *path, size_t len)
 		return -1;
 	ref_split(glob, strlen(glob), &gs);
 	ref_split(path, len, &ps);
-	if ((gs.count + 1) * (ps.count + 1) > REF_MAX_CELLS / 64)
+	/* every pair of segments is matched once: at most the product */
+	if ((gs.count + 1) * (ps.count + 1) > REF_MAX_CELLS / 64 ||
+	    (strlen(glob) + 1) * (len + 1) > REF_MAX_CELLS)
 		return -1;
 	CHECK((prev = calloc(ps.count + 1, 1)) != NULL);
 	CHECK((cur = calloc(ps.count + 1, 1)) != NULL);
