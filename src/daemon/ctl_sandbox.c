@@ -571,6 +571,46 @@ ctl_sandbox_restore(struct daemon *d, json_t *body, struct ca **ca,
 	return -1;
 }
 
+/*
+ * old's registration again with another policy or mode: kept in
+ * state_dir first (policy: what sbstore keeps, NULL: what it kept), then
+ * in force.  0 and *gen, or -1 with the answer set ("the WHAT in force
+ * stays").
+ */
+static int
+replace_sandbox(struct daemon *d, const struct sandbox *old,
+    const char *policy_name, struct policy *inline_policy, time_t until,
+    const json_t *policy, const char *what, uint64_t *gen,
+    struct ctl_resp *r)
+{
+	struct sandbox_spec spec = { old->id, old->team, old->project,
+	    old->sources, old->plens, old->nsources, policy_name,
+	    inline_policy, 0, 0, until };
+	struct errlist errs = ERRLIST_INIT;
+	struct state *st = NULL;
+	char why[256];
+
+	if (state_clone(d->state, d->generation + 1, &st) != 0 ||
+	    state_put_sandbox(st, &spec, NULL) != 0 ||
+	    state_seal(st, d->state, &errs) != 0) {
+		ctl_reply_error(r, 500, &errs, "cannot build the new state");
+		goto fail;
+	}
+	if (sbstore_put(d, state_sandbox(st, old->id), policy, why,
+	    sizeof(why)) != 0) {
+		ctl_reply_error(r, 500, NULL, "cannot keep the change in "
+		    "state_dir: %s; the %s in force stays", why, what);
+		goto fail;
+	}
+	*gen = publish_state(d, st);
+	errlist_free(&errs);
+	return 0;
+ fail:
+	state_unref(st);
+	errlist_free(&errs);
+	return -1;
+}
+
 static void
 replay_recent(const char *text, size_t len, void *arg)
 {
@@ -623,11 +663,9 @@ set_policy(struct daemon *d, const char *id, const struct ctl_req *q,
     struct ctl_resp *r)
 {
 	static const char *const keys[] = { "policy", NULL };
-	struct errlist errs = ERRLIST_INIT;
 	const struct sandbox *old, *sb;
-	struct state *st = NULL;
 	struct sb_input in;
-	char oldname[128], why[256];
+	char oldname[128];
 	uint64_t oldrev, gen;
 	json_t *o, *v;
 
@@ -661,25 +699,9 @@ set_policy(struct daemon *d, const char *id, const struct ctl_req *q,
 	}
 	snprintf(oldname, sizeof(oldname), "%s", old->policy->name);
 	oldrev = old->policy->revision;
-	{
-		struct sandbox_spec spec = { old->id, old->team, old->project,
-		    old->sources, old->plens, old->nsources, in.policy_name,
-		    in.inline_policy, 0, 0, old->observe_until };
-
-		if (state_clone(d->state, d->generation + 1, &st) != 0 ||
-		    state_put_sandbox(st, &spec, NULL) != 0 ||
-		    state_seal(st, d->state, &errs) != 0) {
-			ctl_reply_error(r, 500, &errs, "cannot build the new state");
-			goto out;
-		}
-	}
-	if (sbstore_put(d, state_sandbox(st, id), v, why, sizeof(why)) != 0) {
-		ctl_reply_error(r, 500, NULL, "cannot keep the change in "
-		    "state_dir: %s; the policy in force stays", why);
+	if (replace_sandbox(d, old, in.policy_name, in.inline_policy,
+	    old->observe_until, v, "policy", &gen, r) != 0)
 		goto out;
-	}
-	gen = publish_state(d, st);
-	st = NULL;
 	sb = state_sandbox(d->state, id);
 	ctl_audit(d, "policy_change", q->uid, json_pack("{s:s, s:s, s:I, s:s,"
 	    " s:I, s:b, s:I}", "sandbox", id, "policy", sb->policy->name,
@@ -689,9 +711,7 @@ set_policy(struct daemon *d, const char *id, const struct ctl_req *q,
 	ctl_reply_json(r, 200, sandbox_json(sb, 0));
 	r->wait_gen = gen;
  out:
-	state_unref(st);
 	policy_free(in.inline_policy);
-	errlist_free(&errs);
 	json_decref(o);
 }
 
@@ -717,10 +737,7 @@ set_mode(struct daemon *d, const char *id, const struct ctl_req *q,
     struct ctl_resp *r)
 {
 	static const char *const keys[] = { "mode", "until", NULL };
-	struct errlist errs = ERRLIST_INIT;
 	const struct sandbox *old, *sb;
-	struct state *st = NULL;
-	char why[256];
 	time_t until;
 	uint64_t gen;
 	int was;
@@ -744,32 +761,14 @@ set_mode(struct daemon *d, const char *id, const struct ctl_req *q,
 	if (read_mode(o, old->policy, (long)q->uid, &until, r) != 0)
 		goto out;
 	was = sandbox_observing(old, time(NULL));
-	{
-		struct sandbox_spec spec = { old->id, old->team, old->project,
-		    old->sources, old->plens, old->nsources, old->policy_name,
-		    old->inline_policy, 0, 0, until };
-
-		if (state_clone(d->state, d->generation + 1, &st) != 0 ||
-		    state_put_sandbox(st, &spec, NULL) != 0 ||
-		    state_seal(st, d->state, &errs) != 0) {
-			ctl_reply_error(r, 500, &errs, "cannot build the new state");
-			goto out;
-		}
-	}
-	if (sbstore_put(d, state_sandbox(st, id), NULL, why, sizeof(why)) != 0) {
-		ctl_reply_error(r, 500, NULL, "cannot keep the change in "
-		    "state_dir: %s; the mode in force stays", why);
+	if (replace_sandbox(d, old, old->policy_name, old->inline_policy,
+	    until, NULL, "mode", &gen, r) != 0)
 		goto out;
-	}
-	gen = publish_state(d, st);
-	st = NULL;
 	sb = state_sandbox(d->state, id);
 	ctl_audit_mode(d, sb, was, "api", (long)q->uid);
 	ctl_reply_json(r, 200, sandbox_json(sb, 0));
 	r->wait_gen = gen;
  out:
-	state_unref(st);
-	errlist_free(&errs);
 	json_decref(o);
 }
 
