@@ -384,14 +384,7 @@ policy_addr_answerable(const struct policy *p, const struct sl_addr *addr)
 int
 policy_name_allowed(const struct policy *p, const char *name)
 {
-	char norm[NAME_BUFSZ];
-	struct decision d;
-
-	if (name == NULL || name_normalize(name, strlen(name), norm) != 0)
-		return 0;
-	/* A deny rule limited to some ports leaves the name usable. */
-	name_verdict(p, norm, 0, 0, &d);
-	return d.verdict != VERDICT_DENY;
+	return policy_name_refusal(p, name) == NULL;
 }
 
 int
@@ -411,6 +404,7 @@ policy_name_refusal(const struct policy *p, const char *name)
 
 	if (name == NULL || name_normalize(name, strlen(name), norm) != 0)
 		return "invalid-name";
+	/* A deny rule limited to some ports leaves the name usable. */
 	name_verdict(p, norm, 0, 0, &d);
 	return d.verdict == VERDICT_DENY ? d.reason : NULL;
 }
