@@ -31,10 +31,10 @@
 #include "audit/arec.h"
 #include "audit/audit.h"
 #include "audit/auditfmt.h"
+#include "audit/audit_int.h"
 
 #define SYNC_MS		100	/* fsync batch: at most this late */
 #define SYNC_RECORDS	1000	/* or after this many records */
-#define MAX_NOTIFY	256	/* workers woken when records are durable */
 #define TAIL_READ	(2 * AUDIT_LINE_MAX)
 /*
  * A record nobody waits for does not wake the writer: it is written with
@@ -45,63 +45,12 @@
 #define RETRY_FIRST_MS	100
 #define RETRY_MAX_MS	2000
 
-/* A record queued: a tree (control records) or flat (the data path). */
-struct slot {
-	json_t		*rec;
-	struct aflat	*flat;
-	uint64_t	 ticket;
-};
-
-struct audit {
-	struct audit_opts o;
-	char		*path;
-	int		 fd;		/* -1: records are dropped */
-	pthread_t	 thread;
-	int		 started;
-
-	/* The queue, and what the producers and the writer tell each other. */
-	pthread_mutex_t	 mtx;
-	pthread_cond_t	 wake;		/* the writer: work to do */
-	pthread_cond_t	 room;		/* producers: the ring has room */
-	struct slot	*ring;
-	size_t		 cap, head, n;
-	uint64_t	 tickets;	/* the last one given */
-	int		 stop, rotate;
-	struct event	*notify[MAX_NOTIFY];
-	size_t		 nnotify;
-	atomic_ullong	 durable;
-	atomic_ullong	 wanted;	/* the newest ticket an action waits for */
-	atomic_int	 broken;	/* the writer failed: nothing is written */
-	atomic_ullong	 out_refused;	/* while broken: requests refused */
-	atomic_ullong	 out_lost;	/* while broken: other records lost */
-	atomic_ullong	 errors;	/* outages so far */
-	atomic_llong	 synced_at;	/* wall time of the last sync */
-
-	/* The writer's own: the chain and the file. */
-	uint64_t	 seq;
-	char		 prev[AUDIT_HASH_HEX + 1];
-	uint64_t	 since_cp;	/* records after the last checkpoint */
-	struct timespec	 last_cp, last_sync;
-	uint64_t	 unsynced;	/* records written, not yet synced */
-	uint64_t	 size;
-	/* While broken: since when, why, and when it tries again. */
-	struct timespec	 broke_at, retry_at;
-	long		 retry_ms;
-	int		 broke_errno;
-
-	/* Figures, under mtx. */
-	uint64_t	 written, checkpoints, rotations, refused, cp_seq;
-	uint64_t	 dropped, dropped_told;	/* queue_full refuse: lost */
-	uint64_t	 pub_seq;	/* a->seq, for other threads */
-	char		 pub_head[AUDIT_HASH_HEX + 1];
-};
-
 static int	count_since_checkpoint(struct audit *);
 
 /* ---- time ----------------------------------------------------------- */
 
-static void
-format_ts(char *buf, size_t len)
+void
+aw_format_ts(char *buf, size_t len)
 {
 	char ts[AREC_TS_LEN];
 
@@ -121,8 +70,8 @@ ms_since(const struct timespec *t)
 
 /* ---- the file ------------------------------------------------------- */
 
-static int
-write_all(int fd, const char *buf, size_t len)
+int
+aw_write_all(int fd, const char *buf, size_t len)
 {
 	ssize_t n;
 
@@ -412,18 +361,9 @@ appended(struct audit *a, const char *line, size_t len,
 	a->since_cp++;
 }
 
-/*
- * Where the chain and the file stood before a round: a round that fails
- * is taken back whole (the file cut to it), so no record half on disk
- * is ever chained to.
- */
-struct mark {
-	uint64_t	 seq, since_cp, size;
-	char		 prev[AUDIT_HASH_HEX + 1];
-};
-
-static void
-mark_take(const struct audit *a, struct mark *m)
+/* Where the chain and the file stand (audit_int.h), and back to it. */
+void
+aw_mark_take(const struct audit *a, struct mark *m)
 {
 	m->seq = a->seq;
 	m->since_cp = a->since_cp;
@@ -431,8 +371,8 @@ mark_take(const struct audit *a, struct mark *m)
 	memcpy(m->prev, a->prev, sizeof(m->prev));
 }
 
-static void
-mark_restore(struct audit *a, const struct mark *m)
+void
+aw_mark_restore(struct audit *a, const struct mark *m)
 {
 	a->seq = m->seq;
 	a->since_cp = m->since_cp;
@@ -445,8 +385,8 @@ mark_restore(struct audit *a, const struct mark *m)
 }
 
 /* Chains rec as the next record and appends its line to *out. */
-static int
-append_record(struct audit *a, json_t *rec, char **out, size_t *outlen,
+int
+aw_append_record(struct audit *a, json_t *rec, char **out, size_t *outlen,
     size_t *outcap)
 {
 	char hash[AUDIT_HASH_HEX + 1], *line = NULL;
@@ -488,8 +428,8 @@ append_flat(struct audit *a, const struct aflat *f, char **out,
 }
 
 /* Frees what a slot holds. */
-static void
-slot_free(struct slot *sl)
+void
+aw_slot_free(struct slot *sl)
 {
 	json_decref(sl->rec);
 	free(sl->flat);
@@ -498,8 +438,8 @@ slot_free(struct slot *sl)
 }
 
 /* A signed checkpoint covering the chain head, appended like a record. */
-static int
-append_checkpoint(struct audit *a, char **out, size_t *outlen,
+int
+aw_append_checkpoint(struct audit *a, char **out, size_t *outlen,
     size_t *outcap)
 {
 	char ts[40];
@@ -508,14 +448,14 @@ append_checkpoint(struct audit *a, char **out, size_t *outlen,
 
 	if (a->o.sign == NULL)
 		return 0;
-	format_ts(ts, sizeof(ts));
+	aw_format_ts(ts, sizeof(ts));
 	cp = json_pack("{s:s, s:s, s:I, s:s, s:I}", "ts", ts,
 	    "type", "checkpoint", "seq", (json_int_t)(a->seq + 1),
 	    "prev", a->prev, "records", (json_int_t)a->since_cp);
 	if (cp == NULL)
 		return SL_ERR_NOMEM;
 	if ((r = auditfmt_checkpoint_sign(cp, a->o.sign)) == 0 &&
-	    (r = append_record(a, cp, out, outlen, outcap)) == 0) {
+	    (r = aw_append_record(a, cp, out, outlen, outcap)) == 0) {
 		a->since_cp = 0;
 		clock_gettime(CLOCK_MONOTONIC, &a->last_cp);
 		pthread_mutex_lock(&a->mtx);
@@ -528,13 +468,13 @@ append_checkpoint(struct audit *a, char **out, size_t *outlen,
 }
 
 /* The batch goes to the file; synced as the mode says (force: now). */
-static int
-flush_out(struct audit *a, const char *buf, size_t len, uint64_t nrec,
+int
+aw_flush_out(struct audit *a, const char *buf, size_t len, uint64_t nrec,
     int force)
 {
 	int r;
 
-	if (len > 0 && (r = write_all(a->fd, buf, len)) != 0)
+	if (len > 0 && (r = aw_write_all(a->fd, buf, len)) != 0)
 		return r;
 	a->size += len;
 	a->unsynced += nrec;
@@ -551,8 +491,8 @@ flush_out(struct audit *a, const char *buf, size_t len, uint64_t nrec,
 	return 0;
 }
 
-static void
-mark_durable(struct audit *a, uint64_t ticket, int force)
+void
+aw_mark_durable(struct audit *a, uint64_t ticket, int force)
 {
 	uint64_t was = atomic_exchange(&a->durable, ticket);
 	size_t i;
@@ -595,11 +535,11 @@ rotate_file(struct audit *a)
 	struct mark m;
 	int r, nfd, moved;
 
-	mark_take(a, &m);
-	if ((r = append_checkpoint(a, &buf, &len, &cap)) != 0 ||
-	    (r = flush_out(a, buf, len, 0, 1)) != 0) {
+	aw_mark_take(a, &m);
+	if ((r = aw_append_checkpoint(a, &buf, &len, &cap)) != 0 ||
+	    (r = aw_flush_out(a, buf, len, 0, 1)) != 0) {
 		a->broke_errno = errno;
-		mark_restore(a, &m);
+		aw_mark_restore(a, &m);
 		goto out;
 	}
 	len = 0;
@@ -629,7 +569,7 @@ rotate_file(struct audit *a)
 	if (a->o.mode != AUDIT_FSYNC_NEVER)
 		sync_dir(a);
 	a->size = 0;
-	format_ts(ts, sizeof(ts));
+	aw_format_ts(ts, sizeof(ts));
 	fs = moved ? json_pack("{s:s, s:s, s:b}", "ts", ts, "type",
 	    "file_start", "reopened", 1) : json_pack("{s:s, s:s, s:s}", "ts",
 	    ts, "type", "file_start", "previous_file", base);
@@ -637,12 +577,12 @@ rotate_file(struct audit *a)
 		r = SL_ERR_NOMEM;
 		goto out;
 	}
-	mark_take(a, &m);
-	r = append_record(a, fs, &buf, &len, &cap);
+	aw_mark_take(a, &m);
+	r = aw_append_record(a, fs, &buf, &len, &cap);
 	json_decref(fs);
-	if (r == 0 && (r = flush_out(a, buf, len, 1, 1)) != 0) {
+	if (r == 0 && (r = aw_flush_out(a, buf, len, 1, 1)) != 0) {
 		a->broke_errno = errno;
-		mark_restore(a, &m);
+		aw_mark_restore(a, &m);
 	}
 	pthread_mutex_lock(&a->mtx);
 	a->rotations++;
@@ -697,30 +637,30 @@ write_round(struct audit *a, struct slot *batch, size_t n, int rotate,
 	struct mark m;
 	int r = 0;
 
-	mark_take(a, &m);
+	aw_mark_take(a, &m);
 	for (i = 0; i < n; i++) {
-		if (batch[i].rec != NULL && r == 0 && (r = append_record(a,
+		if (batch[i].rec != NULL && r == 0 && (r = aw_append_record(a,
 		    batch[i].rec, buf, &len, cap)) == 0)
 			nrec++;
 		if (batch[i].flat != NULL && r == 0 && (r = append_flat(a,
 		    batch[i].flat, buf, &len, cap)) == 0)
 			nrec++;
-		slot_free(&batch[i]);
+		aw_slot_free(&batch[i]);
 		if (batch[i].ticket != 0)
 			last = batch[i].ticket;
 		if (r == 0 && a->since_cp >= a->o.checkpoint_records &&
-		    (r = append_checkpoint(a, buf, &len, cap)) == 0)
+		    (r = aw_append_checkpoint(a, buf, &len, cap)) == 0)
 			nrec++;
 	}
 	if (r == 0 && a->o.sign != NULL && a->since_cp > 0 &&
 	    ms_since(&a->last_cp) >= (long)a->o.checkpoint_ms &&
-	    (r = append_checkpoint(a, buf, &len, cap)) == 0)
+	    (r = aw_append_checkpoint(a, buf, &len, cap)) == 0)
 		nrec++;
 	if (r == 0)
-		r = flush_out(a, *buf, len, nrec, 0);
+		r = aw_flush_out(a, *buf, len, nrec, 0);
 	if (r != 0) {
 		a->broke_errno = errno;
-		mark_restore(a, &m);	/* none of the round counts */
+		aw_mark_restore(a, &m);	/* none of the round counts */
 		atomic_fetch_add(&a->out_lost, n);
 		return r;
 	}
@@ -730,7 +670,7 @@ write_round(struct audit *a, struct slot *batch, size_t n, int rotate,
 	memcpy(a->pub_head, a->prev, sizeof(a->pub_head));
 	pthread_mutex_unlock(&a->mtx);
 	if (last > 0 && (a->o.mode != AUDIT_FSYNC_ALWAYS || a->unsynced == 0))
-		mark_durable(a, last, 0);
+		aw_mark_durable(a, last, 0);
 	if (rotate || (a->o.max_mb > 0 &&
 	    a->size >= (uint64_t)a->o.max_mb << 20))
 		r = rotate_file(a);
@@ -744,7 +684,7 @@ lost_record(uint64_t n)
 	struct slot sl = { NULL, NULL, 0 };
 	char ts[40];
 
-	format_ts(ts, sizeof(ts));
+	aw_format_ts(ts, sizeof(ts));
 	sl.rec = json_pack("{s:s, s:s, s:I}", "ts", ts, "type",
 	    "records_dropped", "count", (json_int_t)n);
 	log_warnx("audit", "the queue was full: %llu record(s) other than "
@@ -779,16 +719,21 @@ retry_later(struct audit *a)
 static void
 broke(struct audit *a)
 {
-	log_errx("audit", "cannot write %s: %s; injected and forwarded "
-	    "requests are refused until it can be written again", a->path,
-	    strerror(a->broke_errno));
+	if (a->stage == AUDIT_FORWARD)
+		log_errx("audit", "the new process (pid %ld) does not take "
+		    "records: %s; injected and forwarded requests are refused",
+		    a->hand_to, strerror(a->broke_errno));
+	else
+		log_errx("audit", "cannot write %s: %s; injected and forwarded "
+		    "requests are refused until it can be written again",
+		    a->path, strerror(a->broke_errno));
 	atomic_store(&a->broken, 1);
 	atomic_fetch_add(&a->errors, 1);
 	clock_gettime(CLOCK_MONOTONIC, &a->broke_at);
 	a->retry_ms = RETRY_FIRST_MS;
 	retry_later(a);
 	/* Requests held for their records are refused now. */
-	mark_durable(a, atomic_load(&a->durable), 1);
+	aw_mark_durable(a, atomic_load(&a->durable), 1);
 }
 
 /*
@@ -808,22 +753,22 @@ try_resume(struct audit *a, char **buf, size_t *cap)
 	json_t *rec;
 	int r = SL_ERR_IO;
 
-	mark_take(a, &m);
+	aw_mark_take(a, &m);
 	if (a->fd != -1 && ftruncate(a->fd, (off_t)a->size) == 0) {
-		format_ts(ts, sizeof(ts));
+		aw_format_ts(ts, sizeof(ts));
 		rec = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s}", "ts", ts,
 		    "type", "audit_resumed", "refused_ms", (json_int_t)ms,
 		    "refused", (json_int_t)refused, "lost", (json_int_t)lost,
 		    "error", strerror(a->broke_errno));
-		if (rec != NULL && (r = append_record(a, rec, buf, &len,
+		if (rec != NULL && (r = aw_append_record(a, rec, buf, &len,
 		    cap)) == 0)
-			r = flush_out(a, *buf, len, 1, 1);
+			r = aw_flush_out(a, *buf, len, 1, 1);
 		json_decref(rec);
 	}
 	if (r != 0) {
 		log_debug("audit", "still cannot write %s: %s", a->path,
 		    strerror(errno));
-		mark_restore(a, &m);
+		aw_mark_restore(a, &m);
 		a->retry_ms = a->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS :
 		    a->retry_ms * 2;
 		retry_later(a);
@@ -852,15 +797,27 @@ writer_main(void *arg)
 	char *buf = NULL;
 	size_t cap = 0, n, i;
 	uint64_t lost;
-	int stop, rotate, failed = 0;
+	int stop, rotate, handing, failed = 0;
 
 	if ((batch = calloc(a->cap + 1, sizeof(*batch))) == NULL) {
 		log_errx("audit", "out of memory: the writer stops");
 		return NULL;
 	}
 	pthread_mutex_lock(&a->mtx);
+	if (a->stage == AUDIT_AWAIT) {
+		/* An upgrade: the predecessor writes the file until it lets go. */
+		if (aw_await(a) != 0)
+			goto stopped;
+		pthread_mutex_unlock(&a->mtx);
+		if (aw_take_file(a, &buf, &cap) != 0) {
+			failed = 1;
+			broke(a);
+		}
+		pthread_mutex_lock(&a->mtx);
+	}
 	for (;;) {
-		while (a->n == 0 && !a->stop && !a->rotate) {
+		while (a->n == 0 && !a->stop && !a->rotate &&
+		    a->stage != AUDIT_HANDING) {
 			wait_for_work(a);
 			if (a->n == 0 && !a->stop && !a->rotate)
 				break;	/* a deadline: sync, checkpoint, retry */
@@ -871,7 +828,8 @@ writer_main(void *arg)
 			a->n--;
 		}
 		stop = a->stop;
-		rotate = a->rotate;
+		rotate = a->rotate && a->stage == AUDIT_OWN;
+		handing = a->stage == AUDIT_HANDING;
 		a->rotate = 0;
 		lost = a->dropped - a->dropped_told;
 		a->dropped_told = a->dropped;
@@ -882,7 +840,7 @@ writer_main(void *arg)
 		if (failed) {
 			/* What came before the writer knew is lost too. */
 			for (i = 0; i < n; i++)
-				slot_free(&batch[i]);
+				aw_slot_free(&batch[i]);
 			atomic_fetch_add(&a->out_lost, n);
 			if (rotate)
 				log_warnx("audit", "not rotated: %s cannot be "
@@ -890,7 +848,14 @@ writer_main(void *arg)
 			if (!stop && ms_until(&a->retry_at) <= 0 &&
 			    try_resume(a, &buf, &cap) == 0)
 				failed = 0;
-		} else if (write_round(a, batch, n, rotate, &buf, &cap) != 0) {
+		} else if ((a->stage == AUDIT_FORWARD ? aw_forward_round(a,
+		    batch, n, &buf, &cap) : write_round(a, batch, n, rotate,
+		    &buf, &cap)) != 0) {
+			failed = 1;
+			broke(a);
+		}
+		/* The successor took over: what comes next goes to it. */
+		if (handing && aw_release_file(a, &buf, &cap) != 0 && !failed) {
 			failed = 1;
 			broke(a);
 		}
@@ -898,19 +863,36 @@ writer_main(void *arg)
 		if (stop && a->n == 0)
 			break;
 	}
+ stopped:
 	pthread_mutex_unlock(&a->mtx);
-	if (!failed) {
+	if (a->stage == AUDIT_FORWARD) {
+		close(a->hand_fd);	/* the successor sees the end */
+		a->hand_fd = -1;
+	} else if (!failed && a->stage == AUDIT_OWN) {
 		size_t len = 0;
 
 		/* The trail of a clean stop ends with a checkpoint. */
-		if (append_checkpoint(a, &buf, &len, &cap) == 0)
-			flush_out(a, buf, len, 1, 1);
+		if (aw_append_checkpoint(a, &buf, &len, &cap) == 0)
+			aw_flush_out(a, buf, len, 1, 1);
 		if (a->o.mode != AUDIT_FSYNC_NEVER)
 			fdatasync(a->fd);
 	}
 	free(buf);
 	free(batch);
 	return NULL;
+}
+
+/* Who writes the file now (audit_int.h); mtx held, or the writer alone. */
+void
+aw_stage_set(struct audit *a, enum audit_stage s)
+{
+	static const char *const names[] = {
+		[AUDIT_AWAIT] = "await", [AUDIT_OWN] = "own",
+		[AUDIT_HANDING] = "handing", [AUDIT_FORWARD] = "forward",
+	};
+
+	log_debug("audit", "the file: %s -> %s", names[a->stage], names[s]);
+	a->stage = s;
 }
 
 /* ---- producers ------------------------------------------------------ */
@@ -926,7 +908,7 @@ writer_main(void *arg)
 static int
 no_trail(struct audit *a, uint64_t *ticket)
 {
-	if (a == NULL || a->fd == -1) {
+	if (a == NULL || a->path == NULL) {
 		if (ticket != NULL)
 			*ticket = 0;	/* durable at once */
 		return 1;
@@ -950,7 +932,7 @@ enqueue(struct audit *a, struct slot sl, int refuse, uint64_t *ticket)
 			else
 				a->dropped++;
 			pthread_mutex_unlock(&a->mtx);
-			slot_free(&sl);
+			aw_slot_free(&sl);
 			return SL_ERR_TOO_BIG;
 		}
 		pthread_cond_wait(&a->room, &a->mtx);
@@ -988,7 +970,7 @@ enqueue_tree(struct audit *a, const char *type, json_t *rec,
 		json_decref(rec);
 		return r < 0 ? r : 0;
 	}
-	format_ts(ts, sizeof(ts));
+	aw_format_ts(ts, sizeof(ts));
 	if (json_object_set_new(rec, "ts", json_string(ts)) != 0 ||
 	    json_object_set_new(rec, "type", json_string(type)) != 0) {
 		json_decref(rec);
@@ -1010,6 +992,32 @@ enqueue_flat(struct audit *a, const char *type, struct arec *rec,
 	if ((sl.flat = arec_finish(rec, type)) == NULL)
 		return SL_ERR_NOMEM;
 	return enqueue(a, sl, a->o.queue_refuse, ticket);
+}
+
+int
+audit_submit_text(struct audit *a, const char *text, size_t len,
+    uint64_t *ticket)
+{
+	struct slot sl = { NULL, NULL, 0 };
+	json_error_t e;
+	int r;
+
+	if ((sl.rec = json_loadb(text, len, 0, &e)) == NULL ||
+	    !json_is_object(sl.rec) ||
+	    !json_is_string(json_object_get(sl.rec, "type")) ||
+	    !json_is_string(json_object_get(sl.rec, "ts"))) {
+		json_decref(sl.rec);
+		return SL_ERR_INVALID;
+	}
+	/* The chain is this writer's to make. */
+	json_object_del(sl.rec, "seq");
+	json_object_del(sl.rec, "prev");
+	json_object_del(sl.rec, "hash");
+	if ((r = no_trail(a, ticket)) != 0) {
+		json_decref(sl.rec);
+		return r < 0 ? r : 0;
+	}
+	return enqueue(a, sl, 0, ticket);
 }
 
 int
@@ -1047,7 +1055,7 @@ audit_failed(struct audit *a)
 uint64_t
 audit_durable(struct audit *a)
 {
-	return a == NULL || a->fd == -1 ? UINT64_MAX :
+	return a == NULL || a->path == NULL ? UINT64_MAX :
 	    (uint64_t)atomic_load(&a->durable);
 }
 
@@ -1080,10 +1088,10 @@ audit_notify_clear(struct audit *a)
 void
 audit_rotate(struct audit *a)
 {
-	if (a == NULL || a->fd == -1)
+	if (a == NULL || a->path == NULL)
 		return;
 	pthread_mutex_lock(&a->mtx);
-	a->rotate = 1;
+	a->rotate = a->stage == AUDIT_OWN;
 	pthread_cond_signal(&a->wake);
 	pthread_mutex_unlock(&a->mtx);
 }
@@ -1119,10 +1127,12 @@ audit_free(struct audit *a)
 	size_t i;
 
 	for (i = 0; a->ring != NULL && i < a->n; i++)
-		slot_free(&a->ring[(a->head + i) % a->cap]);
+		aw_slot_free(&a->ring[(a->head + i) % a->cap]);
 	free(a->ring);
 	if (a->fd != -1)
 		close(a->fd);
+	if (a->hand_fd != -1)
+		close(a->hand_fd);
 	pthread_cond_destroy(&a->wake);
 	pthread_cond_destroy(&a->room);
 	pthread_mutex_destroy(&a->mtx);
@@ -1202,8 +1212,8 @@ continue_rotated(struct audit *a, json_t *start)
 	close(r.fd);
 }
 
-static int
-open_trail(struct audit *a, json_t *start, char *why, size_t why_len)
+int
+aw_open_trail(struct audit *a, json_t *start, char *why, size_t why_len)
 {
 	char aside[4096];
 	int r;
@@ -1257,6 +1267,8 @@ audit_open(const struct audit_opts *o, struct audit **out, char *why,
 		return SL_ERR_NOMEM;
 	a->o = *o;
 	a->fd = -1;
+	a->hand_fd = -1;
+	a->stage = AUDIT_OWN;
 	a->cap = o->queue < 16 ? 16 : o->queue;
 	memcpy(a->prev, AUDIT_ZERO_HASH, sizeof(a->prev));
 	pthread_mutex_init(&a->mtx, NULL);
@@ -1274,7 +1286,19 @@ audit_open(const struct audit_opts *o, struct audit **out, char *why,
 	    (start = json_pack("{s:s, s:i}", "version", PACKAGE_VERSION,
 	    "pid", (int)getpid())) == NULL)
 		goto fail;
-	if ((r = open_trail(a, start, why, why_len)) != 0)
+	if (o->await_pid != 0) {
+		/* Its predecessor writes it: only see that it can be. */
+		aw_stage_set(a, AUDIT_AWAIT);
+		if ((a->fd = open(a->path, O_WRONLY | O_CREAT | O_APPEND |
+		    O_CLOEXEC, 0640)) == -1) {
+			snprintf(why, why_len, "cannot open %s: %s", a->path,
+			    strerror(errno));
+			r = SL_ERR_IO;
+			goto fail;
+		}
+		close(a->fd);
+		a->fd = -1;
+	} else if ((r = aw_open_trail(a, start, why, why_len)) != 0)
 		goto fail;
 	a->o.path = a->path;
 	if (o->syslog)
@@ -1286,9 +1310,12 @@ audit_open(const struct audit_opts *o, struct audit **out, char *why,
 	}
 	a->started = 1;
 	/* The first record of this run: where it took the chain up. */
-	json_object_set_new(start, "continues_seq", json_integer(
-	    (json_int_t)a->seq));
-	audit_write(a, "start", start);
+	if (a->stage == AUDIT_OWN) {
+		json_object_set_new(start, "continues_seq", json_integer(
+		    (json_int_t)a->seq));
+		audit_write(a, "start", start);
+	} else
+		json_decref(start);	/* aw_take_file writes it */
 	*out = a;
 	return 0;
  fail:

@@ -38,6 +38,8 @@ struct audit_opts {
 	unsigned	 checkpoint_records, checkpoint_ms;
 	int		 syslog;
 	const struct signkey *sign;	/* borrowed; NULL: no checkpoints */
+	long		 await_pid;	/* an upgrade: this process writes the
+					 * file once it lets go (audit_takeover) */
 };
 
 /*
@@ -104,6 +106,36 @@ void	audit_notify_clear(struct audit *a);
  * when the file was moved away already, a new one is opened at the path.
  */
 void	audit_rotate(struct audit *a);
+
+/*
+ * An upgrade hands the trail from the running process (the predecessor)
+ * to the new one (the successor) with no record lost and one chain:
+ *
+ * The successor opens with await_pid set: records queue, none is
+ * written, nothing is durable.  The predecessor, once the successor
+ * serves, calls audit_handover: its writer writes what is queued, an
+ * "upgrade" record naming the successor and a checkpoint, syncs, closes
+ * the file and writes "released" on fd.  The successor's daemon then
+ * calls audit_takeover: its writer opens the file at the path and goes
+ * on from its last record ("start" with upgraded_from).  Records the
+ * predecessor still makes while it drains go over fd, one line each
+ * ("R" and the record), and, when an action waits for them, "S" and the
+ * last ticket; the successor queues them with audit_submit_text and
+ * answers "A" and that ticket once they are durable, which makes them
+ * durable in the predecessor.  A successor that does not answer within
+ * HAND_WAIT_S, or goes, leaves the predecessor's writer failed: what
+ * needs a record is refused from then on.
+ */
+int	audit_handover(struct audit *a, int fd, long to_pid);
+void	audit_takeover(struct audit *a);
+/*
+ * The successor's side: text[0..len) is a record the predecessor sent
+ * (a JSON object with its ts and type); queued after what is queued,
+ * waiting for room when the queue is full.  Returns 0, SL_ERR_INVALID
+ * for what is not a record, or SL_ERR_NOMEM; *ticket as audit_submit.
+ */
+int	audit_submit_text(struct audit *a, const char *text, size_t len,
+	    uint64_t *ticket);
 
 struct audit_stats {
 	const char	*path;
