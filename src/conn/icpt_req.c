@@ -112,7 +112,8 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 	size_t tlen = h->absolute_form ? strlen(h->origin_target) :
 	    h->target_len, plen = 0, qlen = 0;
 	char path[ICPT_PATH_MAX];
-	int ka_close = !h->keep_alive;	/* a refusal ends it when asked to */
+	/* A refusal ends it when asked to, or when this process drains. */
+	int ka_close = !h->keep_alive || c->l->draining;
 
 	icpt_req_release(&ic->cur);
 	memset(&ic->cur, 0, sizeof(ic->cur));
@@ -380,7 +381,8 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 	struct icpt_req *q;
 
 	ic->cur.upgrade = h->upgrade;
-	ic->cur.close = !h->keep_alive;
+	/* Draining: its answer says "Connection: close", and it ends there. */
+	ic->cur.close = !h->keep_alive || ic->c->l->draining;
 	if (icpt_q_take(ic) != 0) {
 		icpt_end(ic, "out-of-memory");
 		return NULL;
@@ -515,7 +517,8 @@ request_end(struct icpt *ic, const struct http_head *h)
 		return;
 	}
 	if (ic->rq == RQ_BODY || ic->rq == RQ_DISCARD)
-		icpt_rq_set(ic, h->keep_alive ? RQ_HEAD : RQ_DONE);
+		icpt_rq_set(ic, h->keep_alive && !ic->cur.close ? RQ_HEAD :
+		    RQ_DONE);
 }
 
 /*

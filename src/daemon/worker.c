@@ -105,7 +105,7 @@ wake_cb(evutil_socket_t fd, short what, void *arg)
 	if (cmd & WORKER_CMD_DRAIN) {
 		w->l.draining = 1;
 		stop_listening(w);
-		dns_stop(&w->l);
+		dns_drain(&w->l);	/* the questions in flight are answered */
 	}
 	if (cmd & WORKER_CMD_STOP) {
 		w->l.draining = 1;
@@ -162,6 +162,15 @@ worker_init(struct worker *w, struct daemon *d, unsigned idx)
 		return SL_ERR_INTERNAL;
 	w->l.st = state_ref(d->state);
 	atomic_init(&w->applied, d->state->generation);
+	if ((w->lfds = calloc(w->nlis + w->ndns_udp + w->ndns_tcp + 1,
+	    sizeof(*w->lfds))) == NULL)
+		return SL_ERR_NOMEM;
+	for (i = 0; i < w->nlis; i++)
+		w->lfds[w->nlfds++] = w->lis[i].fd;
+	for (i = 0; i < w->ndns_udp; i++)
+		w->lfds[w->nlfds++] = w->dns_udp[i];
+	for (i = 0; i < w->ndns_tcp; i++)
+		w->lfds[w->nlfds++] = w->dns_tcp[i];
 	if (dns_start(&w->l, w->dns_udp, w->ndns_udp, w->dns_tcp,
 	    w->ndns_tcp) != 0)
 		return SL_ERR_IO;
@@ -228,6 +237,7 @@ worker_free(struct worker *w)
 	free(w->dns_udp);
 	free(w->dns_tcp);
 	free(w->lis);
+	free(w->lfds);
 	if (w->wake != NULL)
 		event_free(w->wake);
 	if (w->audit_ev != NULL)	/* the daemon cleared audit_notify */

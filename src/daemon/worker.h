@@ -39,6 +39,12 @@ struct worker {
 	int			*dns_tcp;
 	size_t			 ndns_tcp;
 	atomic_ullong		 applied;	/* generation in force here */
+	/*
+	 * Every listening fd above, by number (their listeners own them),
+	 * for an upgrade to hand over; fixed once worker_init returns.
+	 */
+	int			*lfds;
+	size_t			 nlfds;
 };
 
 #define WORKER_CMD_DRAIN	0x1	/* stop accepting, exit when idle */

@@ -87,7 +87,17 @@ struct dns_worker {
 	TAILQ_HEAD(, dnstcp) tcps;
 	TAILQ_HEAD(, dnsq) qs;
 	unsigned long	 malformed;
+	int		 draining;	/* dns_drain: nothing new is read */
 };
+
+/* One question or TCP client less in flight: a draining loop may end. */
+static void
+dns_gone(struct loop *l)
+{
+	l->ndns--;
+	if (l->dns->draining)
+		loop_conn_gone(l);
+}
 
 static const char *
 qtype_name(uint16_t t, char *buf, size_t len)
@@ -284,6 +294,7 @@ dnsq_free(struct dnsq *dq)
 	struct dns_worker *dw = dq->l->dns;
 
 	TAILQ_REMOVE(&dw->qs, dq, link);
+	dns_gone(dq->l);
 	dnsup_cancel(dq->up);
 	if (dq->tc != NULL) {
 		dq->tc->inflight--;
@@ -490,6 +501,7 @@ handle_query(struct loop *l, const uint8_t *buf, size_t len, int ufd,
 	if (tc != NULL)
 		tc->inflight++;
 	TAILQ_INSERT_TAIL(&dw->qs, dq, link);
+	l->ndns++;
 	dq->up = dnsup_start(l->base, cfg->resolvers, cfg->nresolvers, &q,
 	    2000, upstream_cb, dq);
 	if (dq->up == NULL) {
@@ -529,6 +541,7 @@ tcp_free(struct dnstcp *t)
 
 	if (t->fd != -1) {
 		TAILQ_REMOVE(&dw->tcps, t, link);
+		dns_gone(t->l);
 		event_free(t->rev);
 		event_free(t->wev);
 		event_free(t->timer);
@@ -720,6 +733,7 @@ tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	t->wev = event_new(l->base, fd, EV_WRITE, tcp_write_cb, t);
 	t->timer = evtimer_new(l->base, tcp_timer_cb, t);
 	TAILQ_INSERT_TAIL(&l->dns->tcps, t, link);
+	l->ndns++;
 	if (t->rev == NULL || t->wev == NULL || t->timer == NULL) {
 		tcp_free(t);
 		return;
@@ -767,6 +781,31 @@ dns_start(struct loop *l, const int *udp, size_t nudp, int *tcp, size_t ntcp)
 }
 
 void
+dns_drain(struct loop *l)
+{
+	struct dns_worker *dw = l->dns;
+	struct dnstcp *t, *next;
+	size_t i;
+
+	if (dw == NULL || dw->draining)
+		return;
+	dw->draining = 1;
+	for (i = 0; i < dw->nuev; i++)
+		event_del(dw->uev[i]);	/* the socket stays: answers go out */
+	for (i = 0; i < dw->ntlev; i++) {
+		if (dw->tresume[i] != NULL)
+			event_free(dw->tresume[i]);
+		dw->tresume[i] = NULL;
+		evconnlistener_free(dw->tlev[i]);
+	}
+	dw->ntlev = 0;
+	for (t = TAILQ_FIRST(&dw->tcps); t != NULL; t = next) {
+		next = TAILQ_NEXT(t, link);
+		tcp_finish(t);	/* may free it */
+	}
+}
+
+void
 dns_stop(struct loop *l)
 {
 	struct dns_worker *dw = l->dns;
@@ -776,6 +815,7 @@ dns_stop(struct loop *l)
 
 	if (dw == NULL)
 		return;
+	dw->draining = 0;	/* the loop is told by the caller */
 	while ((dq = TAILQ_FIRST(&dw->qs)) != NULL)
 		dnsq_free(dq);
 	while ((t = TAILQ_FIRST(&dw->tcps)) != NULL)

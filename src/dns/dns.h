@@ -12,6 +12,12 @@ struct loop;
  */
 int	dns_start(struct loop *l, const int *udp, size_t nudp, int *tcp,
 	    size_t ntcp);
+/*
+ * Drains: reads no new question (the UDP sockets stay, for the answers
+ * owed), closes the TCP listeners, and lets TCP clients go once their
+ * answers are out; l->ndns counts what is left.
+ */
+void	dns_drain(struct loop *l);
 /* Stops: closes client connections and cancels upstream questions. */
 void	dns_stop(struct loop *l);
 

@@ -19,7 +19,7 @@
 void
 loop_conn_gone(struct loop *l)
 {
-	if (l->draining && l->nconns == 0)
+	if (l->draining && l->nconns == 0 && l->ndns == 0)
 		event_base_loopexit(l->base, NULL);
 }
 

@@ -56,7 +56,8 @@ struct loop {
 	struct dns_worker	*dns;		/* the DNS filter's state (dns.c) */
 	struct conn_list	 conns;
 	size_t			 nconns;
-	int			 draining;	/* exit once nconns is 0 */
+	int			 draining;	/* exit once nconns and ndns are 0 */
+	size_t			 ndns;	/* DNS questions and TCP clients (dns.c) */
 	time_t			 last_accept_warn;
 	char			*scratch;	/* guarded, INJECT_BUF bytes; on first use */
 	uint64_t		 rid_next;	/* injected requests' ids */
