@@ -10,6 +10,10 @@
  * The CA key is sealed to the first gateway key (sealed.h; the name
  * "sandbox-ca.ID"), never written in the clear; without a gateway key
  * the file has no ca_key and the sandbox gets a new CA after a restart.
+ *
+ * A sandbox of sluiced.yaml keeps its CA there too, in ID.static-ca:
+ * {"version": 1, "id": .., "ca_cert": PEM, "ca_key": ..} -- so that a
+ * restart or an upgrade serves the CA its sandbox already trusts.
  */
 #include "autoconf.h"
 
@@ -232,6 +236,94 @@ sbstore_remove(struct daemon *d, const char *id, char *why, size_t why_len)
 }
 
 /* ---- at start ------------------------------------------------------- */
+
+static struct ca *restore_ca(struct daemon *, const json_t *, const char *,
+	    char *, size_t);
+
+/* sb's CA into path (ID.static-ca); 0, or -1 with why. */
+static int
+static_ca_put(struct daemon *d, const struct sandbox *sb, const char *path,
+    char *why, size_t why_len)
+{
+	char *pem = NULL, *key, *text = NULL;
+	size_t pemlen = 0;
+	json_t *o = NULL;
+	int r = -1;
+
+	why[0] = '\0';
+	if ((key = sealed_ca_key(d, sb, why, why_len)) == NULL) {
+		if (why[0] == '\0')
+			snprintf(why, why_len, "no gateway_key to seal it to");
+		return -1;
+	}
+	pthread_mutex_lock(&sb->counter->ca_mtx);
+	if (sb->counter->ca != NULL)
+		pem = ca_cert_pem(sb->counter->ca, &pemlen);
+	pthread_mutex_unlock(&sb->counter->ca_mtx);
+	if (pem == NULL || (o = json_pack("{s:i, s:s, s:s, s:s}", "version",
+	    SB_FORMAT, "id", sb->id, "ca_cert", pem, "ca_key", key)) == NULL ||
+	    (text = json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER)) ==
+	    NULL)
+		snprintf(why, why_len, "out of memory");
+	else if (ctl_write_atomic_mode(path, text, strlen(text), 0600) != 0)
+		snprintf(why, why_len, "cannot write %s: %s", path,
+		    strerror(errno));
+	else
+		r = 0;
+	free(text);
+	json_decref(o);
+	free(pem);
+	free(key);
+	return r;
+}
+
+void
+sbstore_static_cas(struct daemon *d)
+{
+	char path[4096], why[256];
+	struct sandbox *sb;
+	struct ca *ca;
+	json_t *o;
+	size_t i, len;
+	char *text;
+
+	if (!d->state_ok)
+		return;
+	for (i = 0; i < d->state->nsandboxes; i++) {
+		sb = &d->state->sandboxes[i];
+		if (!sb->from_config || snprintf(path, sizeof(path),
+		    "%s/%s.static-ca", d->cfg->state_dir, sb->id) >=
+		    (int)sizeof(path))
+			continue;
+		ca = NULL;
+		why[0] = '\0';
+		if ((text = read_file(path, &len)) != NULL) {
+			o = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+			free(text);
+			if (o == NULL || strcmp(json_string_value(json_object_get(
+			    o, "id")) ? json_string_value(json_object_get(o,
+			    "id")) : "", sb->id) != 0)
+				snprintf(why, sizeof(why), "not sandbox %s's CA",
+				    sb->id);
+			else
+				ca = restore_ca(d, o, sb->id, why, sizeof(why));
+			json_decref(o);
+		}
+		if (ca != NULL) {
+			pthread_mutex_lock(&sb->counter->ca_mtx);
+			ca_free(sb->counter->ca);	/* minted at start */
+			sb->counter->ca = ca;
+			pthread_mutex_unlock(&sb->counter->ca_mtx);
+			continue;
+		}
+		if (why[0] != '\0')
+			log_warnx("state", "%s: %s: sandbox %s gets a new CA",
+			    path, why, sb->id);
+		if (static_ca_put(d, sb, path, why, sizeof(why)) != 0)
+			log_warnx("state", "sandbox %s: its CA is not kept (%s): "
+			    "a restart gives it a new one", sb->id, why);
+	}
+}
 
 /* The CA of a registration o (id): opened, loaded; NULL with why. */
 static struct ca *

@@ -37,5 +37,11 @@ int	sbstore_remove(struct daemon *d, const char *id, char *why,
  * policy is gone gets "default".
  */
 void	sbstore_restore(struct daemon *d);
+/*
+ * The CAs of sluiced.yaml's sandboxes: each is read from state_dir
+ * (ID.static-ca) when it is there and opens, else the one minted at
+ * start is kept there, sealed like a registration's.
+ */
+void	sbstore_static_cas(struct daemon *d);
 
 #endif
