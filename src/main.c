@@ -183,7 +183,7 @@ main(int argc, char **argv)
 	if (check)
 		status = check_config(cfg);
 	else
-		status = daemon_run(cfg);
+		status = daemon_run(cfg, argv);
 	config_free(cfg);
 	return status;
 }

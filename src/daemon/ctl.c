@@ -34,6 +34,7 @@
 #include "daemon/ctl.h"
 #include "daemon/ctl_int.h"
 #include "daemon/daemon.h"
+#include "daemon/upgrade.h"
 
 #define CTL_MAX_CONNS	64
 #define CTL_IDLE_S	30
@@ -281,13 +282,17 @@ client_send(struct ctl_conn *cc)
 static void
 answer_status(struct daemon *d, struct ctl_resp *r)
 {
+	static const char *const upgrade_names[] = {
+		[UPGRADE_NONE] = "none", [UPGRADE_STARTING] = "starting",
+		[UPGRADE_HANDED] = "draining",
+	};
 	struct audit_stats as;
 	char started[32];
 
 	audit_get_stats(d->audit, &as);
 	ctl_fmt_time(d->started, started, sizeof(started));
 	ctl_reply_json(r, 200, json_pack("{s:s, s:I, s:s, s:b, s:I, s:I, s:I,"
-	    " s:I, s:I, s:I, s:I, s:s?, s:{s:s?, s:I, s:s, s:I, s:I, s:I,"
+	    " s:I, s:I, s:I, s:I, s:o, s:s, s:s?, s:{s:s?, s:I, s:s, s:I, s:I, s:I,"
 	    " s:I, s:I, s:I, s:I, s:b}}",
 	    "version", PACKAGE_VERSION,
 	    "pid", (json_int_t)getpid(),
@@ -300,6 +305,9 @@ answer_status(struct daemon *d, struct ctl_resp *r)
 	    "connections", (json_int_t)ctl_open_conns(d->state),
 	    "uptime_s", (json_int_t)(time(NULL) - d->started),
 	    "observing", (json_int_t)state_observing(d->state),
+	    "upgraded_from", upgrade_from(d) != 0 ?
+	    json_integer((json_int_t)upgrade_from(d)) : json_null(),
+	    "upgrade", upgrade_names[upgrade_stage(d)],
 	    "audit_path", as.path,
 	    "audit", "path", as.path, "seq", (json_int_t)as.seq,
 	    "head", as.head[0] ? as.head : "",
@@ -400,6 +408,19 @@ answer_wellknown(struct daemon *d, const struct ctl_req *q,
 	answer_doc(d, which, r);
 }
 
+/* POST /v1/upgrade: answered once the new process serves, or failed. */
+static void
+answer_upgrade(struct daemon *d, struct ctl_resp *r)
+{
+	char why[256];
+
+	if (upgrade_begin(d, why, sizeof(why)) != 0) {
+		ctl_reply_error(r, 409, NULL, "no upgrade: %s", why);
+		return;
+	}
+	r->wait_upgrade = 1;
+}
+
 static void
 route(struct ctl_conn *cc, const struct ctl_req *q, struct ctl_resp *r)
 {
@@ -432,6 +453,20 @@ route(struct ctl_conn *cc, const struct ctl_req *q, struct ctl_resp *r)
 			answer_rotate(d, q, r);
 		else
 			ctl_reply_method(r, "POST");
+		return;
+	}
+	if (strcmp(q->path, "/v1/upgrade") == 0) {
+		if (strcmp(q->method, "POST") == 0)
+			answer_upgrade(d, r);
+		else
+			ctl_reply_method(r, "POST");
+		return;
+	}
+	if (upgrade_stage(d) != UPGRADE_NONE && strcmp(q->method, "GET") != 0) {
+		/* The new process read state_dir already: a change would be lost. */
+		ctl_reply_error(r, 503, NULL, "an upgrade is under way: changes "
+		    "go to the new process (pid %ld); try again in a moment",
+		    upgrade_child(d));
 		return;
 	}
 	if (ctl_sandboxes(d, q, r) || ctl_policies(d, q, r) ||
@@ -473,7 +508,8 @@ client_handle(struct ctl_conn *cc)
 	route(cc, &q, &cc->resp);
 	log_debug("ctl", "uid %u: %s %s: %d", (unsigned)cc->uid, q.method,
 	    q.path, cc->resp.status);
-	if (cc->resp.wait_gen > cc->ctl->d->applied) {
+	if (cc->resp.wait_upgrade ||
+	    cc->resp.wait_gen > cc->ctl->d->applied) {
 		cc->waiting = 1;	/* ctl_applied sends it */
 		return;
 	}
@@ -731,7 +767,8 @@ ctl_applied(struct ctl *ctl, uint64_t gen)
 
 	for (cc = TAILQ_FIRST(&ctl->conns); cc != NULL; cc = next) {
 		next = TAILQ_NEXT(cc, link);
-		if (cc->waiting && cc->resp.wait_gen <= gen) {
+		if (cc->waiting && !cc->resp.wait_upgrade &&
+		    cc->resp.wait_gen <= gen) {
 			client_send(cc);
 			if (!cc->closing)	/* requests that came meanwhile */
 				client_read_cb(cc->bev, cc);
@@ -743,6 +780,67 @@ unsigned long long
 ctl_requests_by_status(const struct ctl *ctl, int status)
 {
 	return status >= 0 && status < 600 ? ctl->by_status[status] : 0;
+}
+
+void
+ctl_upgraded(struct ctl *ctl, long pid, const char *error)
+{
+	struct ctl_conn *cc, *next;
+
+	for (cc = TAILQ_FIRST(&ctl->conns); cc != NULL; cc = next) {
+		next = TAILQ_NEXT(cc, link);
+		if (!cc->waiting || !cc->resp.wait_upgrade)
+			continue;
+		cc->resp.wait_upgrade = 0;
+		if (error != NULL)
+			ctl_reply_error(&cc->resp, 500, NULL, "the upgrade "
+			    "failed: the new process %s", error);
+		else
+			ctl_reply_json(&cc->resp, 200, json_pack("{s:I, s:I}",
+			    "pid", (json_int_t)pid, "previous_pid",
+			    (json_int_t)getpid()));
+		client_send(cc);
+		if (!cc->closing)
+			client_read_cb(cc->bev, cc);
+	}
+}
+
+int
+ctl_answering(const struct ctl *ctl)
+{
+	const struct ctl_conn *cc;
+
+	TAILQ_FOREACH(cc, &ctl->conns, link)
+		if (evbuffer_get_length(bufferevent_get_output(cc->bev)) > 0)
+			return 1;
+	return 0;
+}
+
+size_t
+ctl_listen_fds(const struct ctl *ctl, int *fds, size_t max)
+{
+	struct evconnlistener *const levs[3] = { ctl->lev, ctl->mlev,
+	    ctl->jlev };
+	size_t n = 0, i;
+
+	for (i = 0; i < 3 && n < max; i++)
+		if (levs[i] != NULL)
+			fds[n++] = evconnlistener_get_fd(levs[i]);
+	return n;
+}
+
+void
+ctl_handed_over(struct ctl *ctl)
+{
+	if (ctl->lev != NULL)
+		evconnlistener_free(ctl->lev);	/* the successor has its own */
+	if (ctl->mlev != NULL)
+		evconnlistener_free(ctl->mlev);
+	if (ctl->jlev != NULL)
+		evconnlistener_free(ctl->jlev);
+	ctl->lev = ctl->mlev = ctl->jlev = NULL;
+	free(ctl->path);	/* the file is the successor's now */
+	ctl->path = NULL;
 }
 
 /* ---- the sockets ---------------------------------------------------- */
@@ -785,6 +883,8 @@ open_control(struct ctl *ctl, const char *path)
 		log_errx("ctl", "control socket path too long: %s", path);
 		return SL_ERR_INVALID;
 	}
+	if ((ctl->fd = upgrade_take_unix(ctl->d, path)) != -1)
+		return (ctl->path = strdup(path)) != NULL ? 0 : SL_ERR_NOMEM;
 	snprintf(dir, sizeof(dir), "%s", path);
 	if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
 		*slash = '\0';
@@ -822,10 +922,13 @@ open_control(struct ctl *ctl, const char *path)
 
 /* A TCP listener of ep (listen.metrics, listen.jwks) into *fd. */
 static int
-open_tcp(const struct endpoint *ep, const char *what, int *fd)
+open_tcp(struct ctl *ctl, const struct endpoint *ep, const char *what,
+    int *fd)
 {
 	int one = 1;
 
+	if ((*fd = upgrade_take_inet(ctl->d, ep, SOCK_STREAM)) != -1)
+		return 0;
 	if ((*fd = socket(ep->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC |
 	    SOCK_NONBLOCK, 0)) < 0 ||
 	    setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one,
@@ -863,8 +966,8 @@ ctl_open(struct daemon *d, struct ctl **out)
 		ctl->gid = gr->gr_gid;
 	}
 	if ((r = open_control(ctl, cfg->control)) != 0 ||
-	    (cfg->metrics != NULL && (r = open_tcp(cfg->metrics, "metrics",
-	    &ctl->mfd)) != 0) || (cfg->jwks != NULL && (r = open_tcp(cfg->jwks,
+	    (cfg->metrics != NULL && (r = open_tcp(ctl, cfg->metrics, "metrics",
+	    &ctl->mfd)) != 0) || (cfg->jwks != NULL && (r = open_tcp(ctl, cfg->jwks,
 	    "the JWKS", &ctl->jfd)) != 0)) {
 		ctl_free(ctl);
 		return r;

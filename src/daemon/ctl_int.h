@@ -39,6 +39,7 @@ struct ctl_resp {
 	size_t		 len;
 	const char	*allow;		/* 405: the methods the path takes */
 	uint64_t	 wait_gen;	/* answer once every worker runs this */
+	int		 wait_upgrade;	/* answer once the upgrade ended */
 };
 
 /* Sets r to a JSON answer (steals j; NULL means out of memory: 500). */

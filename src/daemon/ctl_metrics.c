@@ -244,6 +244,10 @@ render_daemon(struct daemon *d, struct evbuffer *out)
 	    "counter\nsluice_reloads_total{result=\"ok\"} %llu\n"
 	    "sluice_reloads_total{result=\"failed\"} %llu\n", d->reloads_ok,
 	    d->reloads_failed);
+	evbuffer_add_printf(out, "# HELP sluice_upgrades_failed_total upgrades "
+	    "(SIGUSR2, /v1/upgrade) whose new process did not serve\n# TYPE "
+	    "sluice_upgrades_failed_total counter\n"
+	    "sluice_upgrades_failed_total %llu\n", d->upgrades_failed);
 	audit_get_stats(d->audit, &as);
 	gauge(out, "audit_queue_depth", "audit records queued for the writer",
 	    as.queued);

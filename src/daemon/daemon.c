@@ -34,6 +34,7 @@
 #include "daemon/observe.h"
 #include "daemon/publish.h"
 #include "daemon/sbstore.h"
+#include "daemon/upgrade.h"
 #include "daemon/worker.h"
 
 /* What the DNS filter remembers per sandbox, and for how long past the TTL. */
@@ -41,10 +42,13 @@
 #define DNSMEM_GRACE_S	30
 
 static int
-listen_socket(const struct endpoint *ep, int type)
+listen_socket(struct daemon *d, const struct endpoint *ep, int type)
 {
 	int fd, one = 1;
 
+	/* An upgrade: the predecessor's socket, with its queue of connections. */
+	if ((fd = upgrade_take_inet(d, ep, type)) != -1)
+		return fd;
 	fd = socket(ep->ss.ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1)
 		return -1;
@@ -66,8 +70,9 @@ listen_socket(const struct endpoint *ep, int type)
 
 /* The DNS filter's sockets: UDP and TCP on every listen.dns endpoint. */
 static int
-open_dns(const struct config *cfg, struct worker *w)
+open_dns(struct daemon *d, struct worker *w)
 {
+	const struct config *cfg = d->cfg;
 	size_t i;
 
 	if (cfg->ndns == 0)
@@ -77,11 +82,11 @@ open_dns(const struct config *cfg, struct worker *w)
 	if (w->dns_udp == NULL || w->dns_tcp == NULL)
 		return SL_ERR_NOMEM;
 	for (i = 0; i < cfg->ndns; i++) {
-		w->dns_udp[i] = listen_socket(&cfg->dns[i], SOCK_DGRAM);
+		w->dns_udp[i] = listen_socket(d, &cfg->dns[i], SOCK_DGRAM);
 		w->ndns_udp += w->dns_udp[i] != -1;
 		if (w->dns_udp[i] == -1)
 			goto fail;
-		w->dns_tcp[i] = listen_socket(&cfg->dns[i], SOCK_STREAM);
+		w->dns_tcp[i] = listen_socket(d, &cfg->dns[i], SOCK_STREAM);
 		w->ndns_tcp += w->dns_tcp[i] != -1;
 		if (w->dns_tcp[i] == -1)
 			goto fail;
@@ -107,7 +112,7 @@ open_listeners(struct daemon *d, struct worker *w)
 
 		w->lis[i].kind = i < cfg->ntransparent ? LISTEN_TRANSPARENT :
 		    LISTEN_PROXY;
-		if ((w->lis[i].fd = listen_socket(ep, SOCK_STREAM)) == -1) {
+		if ((w->lis[i].fd = listen_socket(d, ep, SOCK_STREAM)) == -1) {
 			log_errx("daemon", "cannot listen on %s: %s", ep->text,
 			    strerror(errno));
 			w->nlis = i;
@@ -115,7 +120,7 @@ open_listeners(struct daemon *d, struct worker *w)
 		}
 		w->nlis = i + 1;
 	}
-	return open_dns(cfg, w);
+	return open_dns(d, w);
 }
 
 static int
@@ -129,6 +134,10 @@ drop_privileges(const char *user)
 		log_errx("daemon", "user '%s': no such user", user);
 		return SL_ERR_NOT_FOUND;
 	}
+	/* Started by a predecessor that dropped them already (an upgrade). */
+	if (getuid() == pw->pw_uid && geteuid() == pw->pw_uid &&
+	    getgid() == pw->pw_gid && pw->pw_uid != 0)
+		return 0;
 	if (setgroups(1, &pw->pw_gid) == -1 ||
 	    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == -1 ||
 	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1) {
@@ -257,8 +266,6 @@ static void
 signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct daemon *d = arg;
-	struct timeval tv;
-	size_t i;
 
 	if (sig == SIGUSR1) {
 		audit_rotate(d->audit);
@@ -268,15 +275,34 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		reload_now(d, "sighup");
 		return;
 	}
+	if (sig == SIGUSR2) {
+		char why[256];
+
+		if (upgrade_begin(d, why, sizeof(why)) != 0)
+			log_errx("upgrade", "SIGUSR2: no upgrade: %s", why);
+		return;
+	}
 	if (d->draining) {
 		log_info("daemon", "second signal: closing everything now");
 		drain_timeout_cb(-1, 0, d);
 		return;
 	}
+	if (upgrade_stage(d) != UPGRADE_HANDED)
+		notify_send(&d->notify, "STOPPING=1\nSTATUS=draining");
+	daemon_drain(d, "a signal");
+}
+
+void
+daemon_drain(struct daemon *d, const char *why)
+{
+	struct timeval tv;
+	size_t i;
+
+	if (d->draining)
+		return;
 	d->draining = 1;
-	notify_send(&d->notify, "STOPPING=1\nSTATUS=draining");
-	log_info("daemon", "draining: no new connections, waiting up to %u ms",
-	    d->cfg->timeouts.drain);
+	log_info("daemon", "draining (%s): no new connections, waiting up to "
+	    "%u ms", why, d->cfg->timeouts.drain);
 	for (i = 0; i < d->nworkers; i++)
 		worker_post_cmd(&d->workers[i], WORKER_CMD_DRAIN);
 	tv.tv_sec = d->cfg->timeouts.drain / 1000;
@@ -289,9 +315,12 @@ static void
 worker_done_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct daemon *d = arg;
+	/* An answer on its way (the upgrade's, say) goes out first. */
+	static const struct timeval flush = { 0, 200000 };
 
 	if (atomic_load(&d->finished) == d->nworkers)
-		event_base_loopexit(d->base, NULL);
+		event_base_loopexit(d->base, d->ctl != NULL &&
+		    ctl_answering(d->ctl) ? &flush : NULL);
 }
 
 /*
@@ -323,16 +352,29 @@ daemon_open_audit(struct daemon *d)
 	o.checkpoint_ms = cfg->audit.checkpoint_ms;
 	o.syslog = cfg->audit.syslog;
 	o.sign = d->signkey;
+	o.await_pid = upgrade_from(d);	/* its predecessor writes it for now */
 	if ((r = audit_open(&o, &d->audit, why, sizeof(why))) != 0)
 		log_errx("audit", "%s", why);
 	return r;
 }
 
 static unsigned
-worker_count(const struct config *cfg)
+worker_count(const struct daemon *d)
 {
+	const struct config *cfg = d->cfg;
+	const struct endpoint *ep = cfg->ntransparent > 0 ?
+	    &cfg->transparent[0] : cfg->nproxy > 0 ? &cfg->proxy[0] : NULL;
+	size_t up = ep != NULL ? upgrade_count(d, ep, SOCK_STREAM) : 0;
 	long n;
 
+	/* Every inherited socket needs a worker, or its queue is lost. */
+	if (up > 0) {
+		if (cfg->workers != 0 && cfg->workers != up)
+			log_warnx("upgrade", "workers: %zu, as the process this "
+			    "one took over from had; a restart makes it %u",
+			    up, cfg->workers);
+		return (unsigned)(up > 64 ? 64 : up);
+	}
 	if (cfg->workers != 0)
 		return cfg->workers;
 	n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -368,17 +410,24 @@ prime_ssl_filter(struct event_base *base, SSL_CTX *ctx)
 }
 
 int
-daemon_run(struct config *cfg)
+daemon_run(struct config *cfg, char *const *argv)
 {
 	struct errlist errs = ERRLIST_INIT;
 	struct daemon d;
-	struct event *sigs[5] = { NULL };
-	const int signums[5] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, 0 };
+	struct event *sigs[6] = { NULL };
+	const int signums[6] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, 0 };
+	ssize_t n;
 	size_t i, started = 0;
 	int status = 1, r;
 
 	memset(&d, 0, sizeof(d));
 	d.cfg = cfg;
+	d.argv = argv;
+	/* An upgrade runs the binary now at this path (a package replaced it). */
+	if ((n = readlink("/proc/self/exe", d.exe, sizeof(d.exe) - 1)) <= 0)
+		snprintf(d.exe, sizeof(d.exe), "%s", argv[0]);
+	else
+		d.exe[n] = '\0';
 	d.generation = 1;
 	d.applied = 1;
 	d.started = time(NULL);
@@ -386,6 +435,8 @@ daemon_run(struct config *cfg)
 	if ((d.base = event_base_new()) == NULL)
 		goto out;
 	notify_open(&d.notify, d.base);
+	if (upgrade_inherit(&d) != 0)
+		goto out;
 	/* What --check checks on this host stops the start too. */
 	{
 		struct errlist warns = ERRLIST_INIT;
@@ -433,8 +484,9 @@ daemon_run(struct config *cfg)
 		goto out;
 	/* The API's sandboxes, CAs and all, before any listener accepts. */
 	sbstore_open(&d);
+	sbstore_static_cas(&d);
 	sbstore_restore(&d);
-	d.nworkers = worker_count(cfg);
+	d.nworkers = worker_count(&d);
 	if ((d.workers = calloc(d.nworkers, sizeof(*d.workers))) == NULL)
 		goto out;
 	for (i = 0; i < d.nworkers; i++)
@@ -468,6 +520,8 @@ daemon_run(struct config *cfg)
 	log_info("daemon", "sluiced %s running: %zu workers, %zu policies",
 	    PACKAGE_VERSION, d.nworkers, d.state->npolicies);
 	notify_ready(&d);
+	if (upgrade_announce(&d) != 0)
+		goto out;
 	event_base_loop(d.base, EVLOOP_NO_EXIT_ON_EMPTY);
 	status = 0;
 	log_info("daemon", "stopped");
@@ -481,13 +535,15 @@ daemon_run(struct config *cfg)
 	for (i = 0; d.workers != NULL && i < d.nworkers; i++)
 		worker_free(&d.workers[i]);
 	free(d.workers);
-	for (i = 0; i < 5; i++)
+	for (i = 0; i < 6; i++)
 		if (sigs[i] != NULL)
 			event_free(sigs[i]);
 	if (d.worker_done != NULL)
 		event_free(d.worker_done);
 	if (d.drain_timer != NULL)
 		event_free(d.drain_timer);
+	upgrade_free(&d);
+	upgrade_inherit_free(&d);
 	ctl_free(d.ctl);
 	notify_close(&d.notify);
 	daemon_secrets_close(&d);

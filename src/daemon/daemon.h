@@ -22,6 +22,8 @@ struct tlsup;
 struct secret_store;
 struct signkey;
 struct secret;
+struct upgrade_out;
+struct upgrade_in;
 
 struct daemon {
 	struct config		*cfg;
@@ -49,11 +51,21 @@ struct daemon {
 	struct event		*observe_ev;	/* observe.h */
 	int			 state_ok;	/* state_dir keeps registrations */
 	unsigned long long	 reloads_ok, reloads_failed;	/* SIGHUP, /v1/reload */
+	unsigned long long	 upgrades_failed;	/* upgrade.c */
 	struct notify		 notify;	/* the service manager (notify.h) */
+	char *const		*argv;		/* as started, for an upgrade */
+	char			 exe[4096];	/* the binary it was started from */
+	struct upgrade_out	*up_out;	/* upgrade.c: we hand over */
+	struct upgrade_in	*up_in;		/* upgrade_inherit.c: we took over */
 };
 
 /* Runs the daemon until SIGTERM; returns the exit status. */
-int	daemon_run(struct config *cfg);
+int	daemon_run(struct config *cfg, char *const *argv);
+/*
+ * Stops accepting and lets the connections end, up to timeouts.drain;
+ * the process exits once none is left.
+ */
+void	daemon_drain(struct daemon *d, const char *why);
 /*
  * daemon_secrets.c.  open: loads the gateway keys and secret_dir into the
  * first snapshot (any problem is an error, added to errs).  watch: follows

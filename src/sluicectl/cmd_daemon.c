@@ -1,4 +1,4 @@
-/* cmd_daemon.c: sluicectl secret ls | put | rm, reload, stats. */
+/* cmd_daemon.c: sluicectl secret ls | put | rm, reload, daemon upgrade, stats. */
 #include "autoconf.h"
 
 #include <stdint.h>
@@ -205,6 +205,51 @@ cmd_audit_rotate(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 		fputc('\n', stdout);
 	}
 	json_decref(ans);
+	return rc;
+}
+
+/* ---- upgrade ------------------------------------------------------------ */
+
+/*
+ * The daemon starts its binary anew and answers once the new process
+ * serves; the status then comes from the new process, or the upgrade
+ * did not take.
+ */
+int
+cmd_daemon_upgrade(struct ctl *ctl, const struct cmd *c, int argc,
+    char **argv)
+{
+	json_t *ans = NULL, *st = NULL;
+	int rc, first;
+
+	if ((rc = cmd_args(ctl, c, argc, argv, 0, 0, &first)) != CMD_GO)
+		return rc;
+	if ((rc = api_json(ctl, c, "POST", "/v1/upgrade", NULL, &ans)) !=
+	    EXIT_OK)
+		return rc;
+	if ((rc = api_json(ctl, c, "GET", "/v1/status", NULL, &st)) !=
+	    EXIT_OK) {
+		json_decref(ans);
+		return rc;
+	}
+	if (jnum(st, "pid") != jnum(ans, "pid")) {
+		cmd_err(c, "pid %lld answers, not the new pid %lld",
+		    jnum(st, "pid"), jnum(ans, "pid"));
+		rc = EXIT_FAIL;
+	} else if (ctl->json)
+		rc = print_json(st) == 0 ? EXIT_OK : EXIT_FAIL;
+	else {
+		printf("upgraded: pid %lld serves (sluiced ", jnum(st, "pid"));
+		fput_safe(json_string_value(json_object_get(st, "version")),
+		    stdout);
+		printf(", started ");
+		fput_safe(json_string_value(json_object_get(st, "started")),
+		    stdout);
+		printf("); pid %lld drains and exits\n",
+		    jnum(ans, "previous_pid"));
+	}
+	json_decref(ans);
+	json_decref(st);
 	return rc;
 }
 

@@ -37,6 +37,7 @@ static const struct cmd cmds[] = {
 	{ "secret", "put", "FILE.sealed", cmd_secret_put },
 	{ "secret", "rm", "NAME", cmd_secret_rm },
 	{ NULL, "reload", "", cmd_reload },
+	{ "daemon", "upgrade", "", cmd_daemon_upgrade },
 	{ NULL, "stats", "", cmd_stats },
 	{ "audit", "tail", "[-f] [-n N] [--file PATH] [--sandbox S] "
 	    "[--secret NAME] [--rule R] [--action A] [--type T]",

@@ -83,6 +83,7 @@ int	cmd_secret_ls(struct ctl *, const struct cmd *, int, char **);
 int	cmd_secret_put(struct ctl *, const struct cmd *, int, char **);
 int	cmd_secret_rm(struct ctl *, const struct cmd *, int, char **);
 int	cmd_reload(struct ctl *, const struct cmd *, int, char **);
+int	cmd_daemon_upgrade(struct ctl *, const struct cmd *, int, char **);
 int	cmd_audit_rotate(struct ctl *, const struct cmd *, int, char **);
 int	cmd_stats(struct ctl *, const struct cmd *, int, char **);
 
