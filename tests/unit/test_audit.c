@@ -57,19 +57,28 @@ working(struct audit *a)
 	return !audit_failed(a);
 }
 
+/* Waits up to ms for ticket t to be durable; whether it is. */
+static int
+durable_within(struct audit *a, uint64_t t, int ms)
+{
+	struct timespec ts = { 0, 5 * 1000 * 1000 };
+
+	while (audit_durable(a) < t && ms > 0) {
+		nanosleep(&ts, NULL);
+		ms -= 5;
+	}
+	return audit_durable(a) >= t;
+}
+
 /* A record an action waits for; its ticket, once durable (or 0). */
 static uint64_t
 submit(struct audit *a, const char *path, int *rc)
 {
 	uint64_t t = 0;
-	int ms = 3000;
-	struct timespec ts = { 0, 10 * 1000 * 1000 };
 
 	*rc = audit_submit(a, "request", json_pack("{s:s}", "path", path), &t);
-	while (*rc == 0 && t != 0 && audit_durable(a) < t && ms > 0) {
-		nanosleep(&ts, NULL);
-		ms -= 10;
-	}
+	if (*rc == 0 && t != 0)
+		durable_within(a, t, 3000);
 	return t;
 }
 
@@ -202,14 +211,7 @@ submit_nowait(struct audit *a, const char *path)
 static void
 wait_durable(struct audit *a, uint64_t t)
 {
-	struct timespec ts = { 0, 5 * 1000 * 1000 };
-	int ms = 5000;
-
-	while (audit_durable(a) < t && ms > 0) {
-		nanosleep(&ts, NULL);
-		ms -= 5;
-	}
-	assert_true(audit_durable(a) >= t);
+	assert_true(durable_within(a, t, 5000));
 }
 
 static void
