@@ -79,6 +79,8 @@ check_injections(const struct state *st, const struct secret_set *set,
 				    "secret '%s' is bound to other hosts than %s",
 				    r->label, inj.secret, r->host);
 				break;
+			case INJECT_WRONG_KIND:
+				break;	/* an error of state_seal's */
 			}
 			sodium_memzero(buf, used);
 			inject_release(&inj);
@@ -106,6 +108,8 @@ check_config(struct config *cfg)
 		r = SL_ERR_INVALID;
 	else if (ss != NULL && (secret_store_load(ss, NULL, &set, NULL, NULL,
 	    &errs) != 0 || errs.n > 0))
+		r = SL_ERR_INVALID;
+	else if (st != NULL && state_check_secrets(st, set, &errs) != 0)
 		r = SL_ERR_INVALID;
 	/*
 	 * Warnings, not errors: secrets come and go live (secret_dir,

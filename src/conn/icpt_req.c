@@ -90,6 +90,12 @@ inject_prepare(struct icpt *ic, const struct intercept_rule *rule,
 		icpt_refuse(ic, 500, "internal", "secret-too-large",
 		    "sluice: the injected headers do not fit", ka_close);
 		break;
+	case INJECT_WRONG_KIND:
+		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
+		    "not a header value", inj->secret);
+		icpt_refuse(ic, 500, "internal", "secret-kind", detail,
+		    ka_close);
+		break;
 	}
 	sodium_memzero(buf, *wipe);
 	*wipe = 0;

@@ -31,8 +31,9 @@ secret_json(const struct secret *s)
 		json_array_append_new(hosts, json_string(s->hosts[i]));
 	ctl_fmt_time((time_t)s->created, created, sizeof(created));
 	ctl_fmt_time(s->loaded, loaded, sizeof(loaded));
-	return json_pack("{s:s, s:I, s:s, s:s, s:o, s:s, s:s, s:s}",
-	    "name", s->name, "version", (json_int_t)s->version,
+	return json_pack("{s:s, s:s, s:I, s:s, s:s, s:o, s:s, s:s, s:s}",
+	    "name", s->name, "kind", sealed_kind_name(s->kind),
+	    "version", (json_int_t)s->version,
 	    "fingerprint", s->fp, "key_id", s->keyid,
 	    "hosts", hosts != NULL ? hosts : json_null(),
 	    "created", created, "loaded", loaded, "source", s->source);
@@ -60,6 +61,7 @@ put_secret(struct daemon *d, const char *name, const struct ctl_req *q,
 {
 	const struct secret *cur = secret_set_find(d->state->secrets, name,
 	    strlen(name));
+	struct errlist errs = ERRLIST_INIT;
 	struct secret_set *set = NULL;
 	struct secret *s = NULL, *old = NULL;
 	char why[SECRET_WHY_MAX], path[4096];
@@ -86,6 +88,15 @@ put_secret(struct daemon *d, const char *name, const struct ctl_req *q,
 		    why);
 		goto out;
 	}
+	if (secret_set_with(d->state->secrets, s, &set) != 0) {
+		ctl_reply_error(r, 500, NULL, "cannot build the new state");
+		goto out;
+	}
+	if (state_check_secrets(d->state, set, &errs) != 0) {
+		ctl_reply_error(r, 409, NULL, "secret '%s' refused: %s", name,
+		    errs.msgs[0]);
+		goto out;
+	}
 	if (secret_store_path(d->secrets, name, path, sizeof(path)) != 0 ||
 	    ctl_write_atomic(path, q->body, q->bodylen) != 0) {
 		ctl_reply_error(r, 500, NULL, "cannot write %s: %s; nothing "
@@ -94,8 +105,9 @@ put_secret(struct daemon *d, const char *name, const struct ctl_req *q,
 	}
 	if (cur != NULL)
 		old = secret_ref((struct secret *)cur);	/* for its record */
-	if (secret_set_with(d->state->secrets, s, &set) != 0 ||
-	    publish_secrets(d, set, &gen) != 0) {
+	rc = publish_secrets(d, set, &gen);
+	set = NULL;	/* transferred, on failure too */
+	if (rc != 0) {
 		ctl_reply_error(r, 500, NULL, "cannot build the new state");
 		goto out;
 	}
@@ -103,6 +115,8 @@ put_secret(struct daemon *d, const char *name, const struct ctl_req *q,
 	ctl_reply_json(r, old == NULL ? 201 : 200, secret_json(s));
 	r->wait_gen = gen;
  out:
+	errlist_free(&errs);
+	secret_set_unref(set);
 	secret_unref(old);
 	secret_unref(s);
 }

@@ -71,14 +71,16 @@ void	daemon_drain(struct daemon *d, const char *why);
  * first snapshot (any problem is an error, added to errs).  watch: follows
  * the folder's changes.  load: reads the folder again into *out (NULL
  * when nothing changed; refused files are in errs, their versions in force
- * stay), writing an audit record for each change.
+ * stay), writing an audit record for each change.  The new set must suit
+ * the policies of judge (state_check_secrets): if not, nothing changes
+ * and the errors are in errs.
  */
 int	daemon_secrets_open(struct daemon *d, struct errlist *errs);
 int	daemon_secrets_watch(struct daemon *d);
 void	daemon_secrets_close(struct daemon *d);
 struct secret_set;
-int	daemon_secrets_load(struct daemon *d, const char *cause,
-	    struct secret_set **out, struct errlist *errs);
+int	daemon_secrets_load(struct daemon *d, const struct state *judge,
+	    const char *cause, struct secret_set **out, struct errlist *errs);
 /* A secret_rotate (new set) or secret_delete record; uid < 0: none. */
 void	daemon_audit_secret(struct daemon *d, const struct secret *old,
 	    const struct secret *new, const char *cause, long uid);

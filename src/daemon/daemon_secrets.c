@@ -58,8 +58,8 @@ daemon_audit_secret(struct daemon *d, const struct secret *old,
 }
 
 int
-daemon_secrets_load(struct daemon *d, const char *cause,
-    struct secret_set **out, struct errlist *errs)
+daemon_secrets_load(struct daemon *d, const struct state *judge,
+    const char *cause, struct secret_set **out, struct errlist *errs)
 {
 	struct secret_change *ch = NULL;
 	struct secret_set *set = NULL;
@@ -69,6 +69,13 @@ daemon_secrets_load(struct daemon *d, const char *cause,
 	if ((r = secret_store_load(d->secrets, d->state->secrets, &set, &ch,
 	    &nch, errs)) != 0)
 		return r;
+	if (nch > 0 && (r = state_check_secrets(judge, set, errs)) != 0) {
+		errlist_add(errs, d->secrets->dir, 0, 0, "the secrets in "
+		    "force stay");
+		free(ch);
+		secret_set_unref(set);
+		return r;
+	}
 	for (i = 0; i < nch; i++)
 		daemon_audit_secret(d, ch[i].old, ch[i].new, cause, -1);
 	free(ch);
@@ -90,7 +97,7 @@ secrets_changed(void *arg)
 	uint64_t gen;
 	size_t i;
 
-	if (daemon_secrets_load(d, "file", &set, &errs) == 0 && set != NULL &&
+	if (daemon_secrets_load(d, d->state, "file", &set, &errs) == 0 && set != NULL &&
 	    publish_secrets(d, set, &gen) != 0)
 		log_errx("secrets", "cannot put the changed secrets in force");
 	for (i = 0; i < errs.n; i++) {
@@ -122,7 +129,7 @@ daemon_secrets_open(struct daemon *d, struct errlist *errs)
 	    d->secrets == NULL)
 		return r;
 	n = errs->n;
-	if ((r = daemon_secrets_load(d, "start", &set, errs)) != 0)
+	if ((r = daemon_secrets_load(d, d->state, "start", &set, errs)) != 0)
 		return r;
 	if (errs->n > n) {
 		secret_set_unref(set);

@@ -103,7 +103,7 @@ publish_reload(struct daemon *d, const char *cause, long uid,
 		d->reloads_failed++;
 		return SL_ERR_INVALID;
 	}
-	if (d->secrets != NULL && daemon_secrets_load(d, "reload", &set,
+	if (d->secrets != NULL && daemon_secrets_load(d, st, "reload", &set,
 	    se) == 0 && set != NULL) {
 		secret_set_unref(st->secrets);
 		st->secrets = set;	/* transferred */

@@ -84,6 +84,8 @@ render(const char *t, const struct secret_set *set, const char *host,
 		    sizeof(inj->secret) - 1), name);
 		if ((s = secret_set_find(set, name, nlen)) == NULL)
 			return INJECT_UNAVAILABLE;
+		if (s->kind != SEALED_KIND_HEADER)
+			return INJECT_WRONG_KIND;
 		if (!secret_bound(s, host))
 			return INJECT_UNBOUND;
 		if (note_used(inj, s) != 0)
@@ -157,4 +159,24 @@ inject_release(struct inject *inj)
 {
 	while (inj->nused > 0)
 		secret_unref(inj->used[--inj->nused]);
+}
+
+const struct secret *
+inject_wrong_kind(const struct intercept_rule *rule,
+    const struct secret_set *set)
+{
+	const struct secret *s;
+	const char *p, *name;
+	size_t i, nlen;
+	int b64;
+
+	for (i = 0; i < rule->ninject_set; i++)
+		for (p = rule->inject_set[i].value;
+		    (p = strstr(p, "{{")) != NULL;) {
+			p = placeholder(p, &name, &nlen, &b64);
+			s = secret_set_find(set, name, nlen);
+			if (s != NULL && s->kind != SEALED_KIND_HEADER)
+				return s;
+		}
+	return NULL;
 }

@@ -26,6 +26,7 @@ enum inject_result {
 	INJECT_UNAVAILABLE,	/* a named secret is not in the store: 503 */
 	INJECT_UNBOUND,		/* a secret is not bound to the host: 403 */
 	INJECT_TOO_BIG,		/* the values do not fit INJECT_BUF, or too many secrets */
+	INJECT_WRONG_KIND,	/* a secret is a pem or json document: 500 */
 };
 
 struct inject {
@@ -55,5 +56,14 @@ enum inject_result inject_render(const struct intercept_rule *rule,
 	    const struct secret_set *set, const char *host, char *buf,
 	    size_t len, size_t *used_len, struct inject *inj);
 void	inject_release(struct inject *inj);
+
+/*
+ * The first secret rule's templates name that set (may be NULL) holds as
+ * another kind than a header value, or NULL.  A secret set does not hold
+ * is not judged here: it is judged when it comes, and rendering refuses
+ * it meanwhile.
+ */
+const struct secret *inject_wrong_kind(const struct intercept_rule *rule,
+	    const struct secret_set *set);
 
 #endif

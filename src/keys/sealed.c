@@ -19,6 +19,8 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <jansson.h>
 #include <sodium.h>
 
 #include "util/err.h"
@@ -454,17 +456,135 @@ name_ok(const char *s, size_t len)
 	return 1;
 }
 
-/* Whether v holds a byte that would split or end a header line. */
+static const char *const kind_names[] = { "header", "pem", "json" };
+
+const char *
+sealed_kind_name(enum sealed_kind k)
+{
+	return (unsigned)k <= SEALED_KIND_MAX ? kind_names[k] : "unknown";
+}
+
+int
+sealed_kind_parse(const char *s)
+{
+	int k;
+
+	for (k = 0; k <= SEALED_KIND_MAX; k++)
+		if (strcmp(s, kind_names[k]) == 0)
+			return k;
+	return -1;
+}
+
+/*
+ * Whether v holds a control byte its kind does not allow: a header value
+ * none but HTAB (it would split or end a header line), a document CR and
+ * LF as well.
+ */
 static int
-value_has_ctl(const uint8_t *v, size_t len)
+value_has_ctl(enum sealed_kind k, const uint8_t *v, size_t len)
 {
 	size_t i;
 
-	/* A value goes in a header: no control byte but HTAB. */
-	for (i = 0; i < len; i++)
-		if ((v[i] < 0x20 && v[i] != '\t') || v[i] == 0x7f)
-			return 1;
+	for (i = 0; i < len; i++) {
+		if (v[i] >= 0x20 && v[i] != 0x7f)
+			continue;
+		if (v[i] == '\t' ||
+		    (k != SEALED_KIND_HEADER && (v[i] == '\n' || v[i] == '\r')))
+			continue;
+		return 1;
+	}
 	return 0;
+}
+
+static size_t
+value_max(enum sealed_kind k)
+{
+	return k == SEALED_KIND_HEADER ? SEALED_MAX_VALUE : SEALED_MAX_DOC;
+}
+
+/* The refusals of a value's bytes, by kind: the same words on both ends. */
+static const char *
+value_refusal(enum sealed_kind k, const uint8_t *v, size_t len)
+{
+	if (len == 0)
+		return "empty value";
+	if (len > value_max(k))
+		return k == SEALED_KIND_HEADER ? "value longer than 8192 bytes" :
+		    "value longer than 32768 bytes";
+	if (value_has_ctl(k, v, len))
+		return k == SEALED_KIND_HEADER ?
+		    "value holds CR, LF or NUL, or another control byte" :
+		    "value holds NUL or a control byte other than TAB, CR, LF";
+	return NULL;
+}
+
+/* A private key, then certificates if any, all of the PEM parsing. */
+static int
+pem_check(const uint8_t *v, size_t len, const char **why)
+{
+	EVP_PKEY *pkey = NULL;
+	X509 *x;
+	BIO *b;
+	int r = SL_ERR_INVALID;
+
+	if ((b = BIO_new_mem_buf(v, (int)len)) == NULL) {
+		*why = "out of memory";
+		return SL_ERR_NOMEM;
+	}
+	/* No password callback: an encrypted key is refused, not prompted. */
+	if ((pkey = PEM_read_bio_PrivateKey(b, NULL, NULL, (void *)"")) == NULL) {
+		*why = "a pem value must hold an unencrypted private key";
+		goto out;
+	}
+	BIO_free(b);
+	/* Certificates may come before or after the key. */
+	if ((b = BIO_new_mem_buf(v, (int)len)) == NULL) {
+		*why = "out of memory";
+		r = SL_ERR_NOMEM;
+		goto out;
+	}
+	while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL)
+		X509_free(x);
+	r = 0;
+ out:
+	EVP_PKEY_free(pkey);
+	BIO_free(b);
+	ERR_clear_error();
+	return r;
+}
+
+static int
+json_check(const uint8_t *v, size_t len, const char **why)
+{
+	json_error_t e;
+	json_t *j;
+	int ok;
+
+	j = json_loadb((const char *)v, len, JSON_REJECT_DUPLICATES, &e);
+	ok = j != NULL && json_is_object(j);
+	json_decref(j);
+	sodium_memzero(&e, sizeof(e));	/* its text may quote the value */
+	if (!ok) {
+		*why = "a json value must be one JSON object";
+		return SL_ERR_INVALID;
+	}
+	return 0;
+}
+
+int
+sealed_kind_check(enum sealed_kind k, const uint8_t *value, size_t len,
+    const char **why)
+{
+	switch (k) {
+	case SEALED_KIND_HEADER:
+		return 0;
+	case SEALED_KIND_PEM:
+		return pem_check(value, len, why);
+	case SEALED_KIND_JSON:
+		return json_check(value, len, why);
+	}
+	*why = "unknown kind";
+	return SL_ERR_INVALID;
 }
 
 /*
@@ -553,19 +673,24 @@ seal_check(const struct sealed_in *in, const char **why)
 		*why = "bad name: 1 to 64 of [A-Za-z0-9._-]";
 		return SL_ERR_INVALID;
 	}
-	if (in->value == NULL || in->value_len == 0) {
+	if ((unsigned)in->kind > SEALED_KIND_MAX) {
+		*why = "unknown kind";
+		return SL_ERR_INVALID;
+	}
+	if (in->value == NULL) {
 		*why = "empty value";
 		return SL_ERR_INVALID;
 	}
-	if (in->value_len > SEALED_MAX_VALUE) {
-		*why = "value longer than 8192 bytes";
+	if ((*why = value_refusal(in->kind, in->value, in->value_len)) != NULL)
 		return SL_ERR_INVALID;
-	}
-	if (value_has_ctl(in->value, in->value_len)) {
-		*why = "value holds CR, LF or NUL, or another control byte";
-		return SL_ERR_INVALID;
-	}
-	return 0;
+	return sealed_kind_check(in->kind, in->value, in->value_len, why);
+}
+
+/* The format a kind is sealed in. */
+static unsigned
+kind_format(enum sealed_kind k)
+{
+	return k == SEALED_KIND_HEADER ? SEALED_FORMAT : SEALED_FORMAT_KIND;
 }
 
 /* Writes the payload for in, hosts and the key id into w. */
@@ -576,10 +701,12 @@ encode_payload(struct wr *w, const struct sealed_in *in,
 {
 	size_t i, n;
 
-	wr_uint(w, SEALED_FORMAT, 1);
+	wr_uint(w, kind_format(in->kind), 1);
 	wr_bytes(w, id, SEALED_KEYID_LEN);
 	wr_uint(w, in->version, 8);
 	wr_uint(w, (uint64_t)in->created, 8);
+	if (in->kind != SEALED_KIND_HEADER)
+		wr_uint(w, in->kind, 1);
 	n = strlen(in->name);
 	wr_uint(w, n, 1);
 	wr_bytes(w, in->name, n);
@@ -600,7 +727,7 @@ payload_size(const struct sealed_in *in, char hosts[][NAME_BUFSZ + 2],
 	size_t i, n;
 
 	n = 1 + SEALED_KEYID_LEN + 8 + 8 + 1 + strlen(in->name) + 1 + 2 +
-	    in->value_len;
+	    in->value_len + (in->kind != SEALED_KIND_HEADER);
 	for (i = 0; i < nhosts; i++)
 		n += 1 + strlen(hosts[i]);
 	return n;
@@ -634,7 +761,7 @@ sealed_seal(const uint8_t pk[32], const struct sealed_in *in,
 	if (w.over || w.off != w.len || blen > SEALED_MAX_BLOB)
 		goto out;
 	memcpy(b, SEALED_MAGIC, 8);
-	b[8] = SEALED_FORMAT;
+	b[8] = (uint8_t)kind_format(in->kind);
 	memcpy(b + KEYID_OFF, id, SEALED_KEYID_LEN);
 	if (crypto_box_seal(b + SEALED_HEADER_LEN, w.p, w.len, pk) != 0) {
 		r = SL_ERR_INVALID;
@@ -706,16 +833,15 @@ parse_value(struct rd *r, struct sealed_secret *s, const char **why)
 	*why = "malformed payload";
 	if (rd_uint(r, 2, &n) != 0)
 		return SL_ERR_INVALID;
-	if (n == 0 || n > SEALED_MAX_VALUE) {
-		*why = n == 0 ? "empty value" : "value longer than 8192 bytes";
+	if (n == 0 || n > value_max(s->kind)) {
+		*why = value_refusal(s->kind, NULL, n);
 		return SL_ERR_INVALID;
 	}
 	if (rd_bytes(r, n, &b) != 0 || r->off != r->len)
 		return SL_ERR_INVALID;
-	if (value_has_ctl(b, n)) {
-		*why = "value holds CR, LF or NUL, or another control byte";
+	if ((*why = value_refusal(s->kind, b, n)) != NULL)
 		return SL_ERR_INVALID;
-	}
+	*why = "malformed payload";
 	if ((s->value = secmem_alloc(n + 1)) == NULL) {
 		*why = "out of locked memory";
 		return SL_ERR_NOMEM;
@@ -739,7 +865,7 @@ sealed_parse_payload(const uint8_t *p, size_t len,
 	struct sealed_secret *s = NULL;
 	const uint8_t *id;
 	const char *w = "malformed payload";
-	uint64_t fmt, created;
+	uint64_t fmt, created, kind = SEALED_KIND_HEADER;
 	int r = SL_ERR_INVALID;
 
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
@@ -751,7 +877,7 @@ sealed_parse_payload(const uint8_t *p, size_t len,
 	    rd_bytes(&rd, SEALED_KEYID_LEN, &id) != 0)
 		goto out;
 	/* The header is in the clear; only the payload is authenticated. */
-	if (fmt != SEALED_FORMAT ||
+	if ((fmt != SEALED_FORMAT && fmt != SEALED_FORMAT_KIND) ||
 	    memcmp(id, keyid, SEALED_KEYID_LEN) != 0) {
 		w = "header and payload disagree";
 		goto out;
@@ -761,6 +887,13 @@ sealed_parse_payload(const uint8_t *p, size_t len,
 	    rd_uint(&rd, 8, &created) != 0)
 		goto out;
 	s->created = u64_to_i64(created);
+	/* Format 2 is for the other kinds: a header there is malformed. */
+	if (fmt == SEALED_FORMAT_KIND && (rd_uint(&rd, 1, &kind) != 0 ||
+	    kind == SEALED_KIND_HEADER || kind > SEALED_KIND_MAX)) {
+		w = "unknown kind";
+		goto out;
+	}
+	s->kind = (enum sealed_kind)kind;
 	if ((r = parse_name_hosts(&rd, s, &w)) != 0 ||
 	    (r = parse_value(&rd, s, &w)) != 0)
 		goto out;
@@ -782,7 +915,7 @@ check_header(const uint8_t *blob, size_t len, const char **why)
 		*why = "not a sealed secret";
 		return SL_ERR_INVALID;
 	}
-	if (len > 8 && blob[8] != SEALED_FORMAT) {
+	if (len > 8 && blob[8] != SEALED_FORMAT && blob[8] != SEALED_FORMAT_KIND) {
 		*why = "unsupported format version";
 		return SL_ERR_INVALID;
 	}
@@ -860,6 +993,11 @@ sealed_open(struct gwkey *const *keys, size_t nkeys, const uint8_t *blob,
 	if ((r = sealed_parse_payload(payload, plen, blob + KEYID_OFF, &s,
 	    &w)) != 0)
 		goto out;
+	if (blob[8] != kind_format(s->kind)) {
+		r = SL_ERR_INVALID;
+		w = "header and payload disagree";
+		goto out;
+	}
 	*out = s;
 	s = NULL;	/* transferred */
 	r = 0;

@@ -6,22 +6,27 @@
  *
  *   offset  size  what
  *   0       8     magic "SLUICESB"
- *   8       1     format version, 1
+ *   8       1     format version, 1 or 2
  *   9       8     key id of the gateway public key it is sealed to
  *   17      ...   crypto_box_seal(payload)
  *
  * The payload (big-endian integers), the header bound inside it:
  *
- *   1   format version, 1            8  key id, again
+ *   1   format version, as above     8  key id, again
  *   8   version of the secret        8  created (Unix seconds)
+ *   1   format 2 only: the kind (1 pem, 2 json); format 1 is header
  *   1   name length (1..64), name ([A-Za-z0-9._-])
  *   1   number of hosts (0..SEALED_MAX_HOSTS), then for each:
  *       1 length (1..253), the host: a normalised name, or "*." and one
- *   2   value length (1..SEALED_MAX_VALUE), the value: no CR, LF or NUL
+ *   2   value length, the value: a header value (1..SEALED_MAX_VALUE, no
+ *       control byte but HTAB), or for pem and json a document
+ *       (1..SEALED_MAX_DOC, no control byte but HTAB, CR and LF)
  *
- * and nothing after it.  A key id is the first 8 bytes of the BLAKE2b-256
- * hash of the raw 32-byte X25519 public key; it only says which key to
- * try, the sealed box is what authenticates.
+ * and nothing after it.  A header secret is sealed in format 1, so that
+ * a gateway older than kinds still opens it; the clear format byte must
+ * agree with the payload's.  A key id is the first 8 bytes of the
+ * BLAKE2b-256 hash of the raw 32-byte X25519 public key; it only says
+ * which key to try, the sealed box is what authenticates.
  *
  * Key files are PEM, as OpenSSL writes them: gateway.key an X25519
  * PKCS#8 private key, gateway.pub its SubjectPublicKeyInfo; signing.key
@@ -38,10 +43,12 @@
 #include "util/names.h"
 
 #define SEALED_MAGIC		"SLUICESB"
-#define SEALED_FORMAT		1
+#define SEALED_FORMAT		1	/* a header value */
+#define SEALED_FORMAT_KIND	2	/* any other kind */
 #define SEALED_KEYID_LEN	8
 #define SEALED_HEADER_LEN	17
-#define SEALED_MAX_VALUE	8192
+#define SEALED_MAX_VALUE	8192	/* a header value */
+#define SEALED_MAX_DOC		32768	/* a pem or json value */
 #define SEALED_MAX_HOSTS	16
 #define SEALED_NAME_MAX		64
 #define SEALED_MAX_BLOB		(64u * 1024)	/* a whole sealed file */
@@ -76,6 +83,33 @@ void	gwkey_id(const uint8_t pk[32], uint8_t id[SEALED_KEYID_LEN]);
  */
 int	keys_generate(const char *dir, const char **why);
 
+/*
+ * What a value is for.  A header value may be rendered into a header
+ * template; a pem value (a private key, and for a client certificate its
+ * chain) and a json value (structured credentials) only serve the
+ * features made for them, never a template.
+ */
+enum sealed_kind {
+	SEALED_KIND_HEADER = 0,
+	SEALED_KIND_PEM = 1,
+	SEALED_KIND_JSON = 2,
+};
+#define SEALED_KIND_MAX	SEALED_KIND_JSON
+
+/* "header", "pem", "json". */
+const char *sealed_kind_name(enum sealed_kind k);
+/* The kind named s, or -1. */
+int	sealed_kind_parse(const char *s);
+
+/*
+ * Whether value[0..len) is what its kind promises, beyond its bytes: pem
+ * holds a private key OpenSSL reads (and any certificates after it
+ * parse), json is one JSON object.  0, or SL_ERR_INVALID with *why (never
+ * anything of the value).
+ */
+int	sealed_kind_check(enum sealed_kind k, const uint8_t *value, size_t len,
+	    const char **why);
+
 /* What is sealed. */
 struct sealed_in {
 	const char	*name;
@@ -85,12 +119,14 @@ struct sealed_in {
 	size_t		 nhosts;
 	const uint8_t	*value;
 	size_t		 value_len;
+	enum sealed_kind kind;		/* last: 0, header, when left out */
 };
 
 /*
  * Seals in to the gateway public key pk.  *blob (malloc'd, the caller
  * frees it) and *len are written on success.  SL_ERR_INVALID (and *why)
- * for a bad name, host or value (empty, too long, CR, LF or NUL).
+ * for a bad name, host or value (empty, too long, a control byte its
+ * kind does not allow, or not what the kind promises).
  */
 int	sealed_seal(const uint8_t pk[32], const struct sealed_in *in,
 	    uint8_t **blob, size_t *len, const char **why);
@@ -98,6 +134,7 @@ int	sealed_seal(const uint8_t pk[32], const struct sealed_in *in,
 /* An opened secret.  Everything but value is public. */
 struct sealed_secret {
 	char		 name[SEALED_NAME_MAX + 1];
+	enum sealed_kind kind;
 	uint64_t	 version;
 	int64_t		 created;
 	char		 hosts[SEALED_MAX_HOSTS][NAME_BUFSZ + 2];	/* normalised */

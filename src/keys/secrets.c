@@ -63,10 +63,12 @@ secret_fill(struct secret *s, const struct sealed_secret *o,
     const uint8_t *fpkey)
 {
 	uint8_t fp[SECRET_FP_HEX / 2];
-	size_t flen = redact_forms_size(o->value_len), i;
+	size_t flen = 0, i;
 	int n;
 
-	if (flen == 0)
+	/* A document is never sent as it is: only header values have forms. */
+	if (o->kind == SEALED_KIND_HEADER &&
+	    (flen = redact_forms_size(o->value_len)) == 0)
 		return SL_ERR_INVALID;
 	if ((s->mem = secmem_alloc(o->value_len + 1 + flen)) == NULL)
 		return SL_ERR_NOMEM;
@@ -74,11 +76,15 @@ secret_fill(struct secret *s, const struct sealed_secret *o,
 	s->mem[o->value_len] = '\0';
 	s->value = s->mem;
 	s->value_len = o->value_len;
-	n = redact_forms(s->value, s->value_len, s->mem + o->value_len + 1,
-	    flen, s->forms, REDACT_MAX_FORMS);
-	if (n < 1)
-		return SL_ERR_INVALID;
-	s->nforms = (size_t)n;
+	s->kind = o->kind;
+	if (o->kind == SEALED_KIND_HEADER) {
+		n = redact_forms(s->value, s->value_len,
+		    s->mem + o->value_len + 1, flen, s->forms,
+		    REDACT_MAX_FORMS);
+		if (n < 1)
+			return SL_ERR_INVALID;
+		s->nforms = (size_t)n;
+	}
 	sodium_mprotect_readonly(s->mem);
 	crypto_generichash(fp, sizeof(fp), s->value, s->value_len, fpkey,
 	    crypto_generichash_KEYBYTES);
@@ -115,6 +121,11 @@ secret_open(const struct secret_store *st, const uint8_t *blob, size_t len,
 	if (expect != NULL && strcmp(o->name, expect) != 0) {
 		snprintf(why, SECRET_WHY_MAX, "it is sealed as '%s', not '%s'",
 		    o->name, expect);
+		r = SL_ERR_INVALID;
+		goto out;
+	}
+	if (sealed_kind_check(o->kind, o->value, o->value_len, &w) != 0) {
+		snprintf(why, SECRET_WHY_MAX, "%s", w);
 		r = SL_ERR_INVALID;
 		goto out;
 	}
@@ -156,6 +167,15 @@ int
 secret_admit(const struct secret *cur, const struct secret *s,
     char why[SECRET_WHY_MAX])
 {
+	/* What a name is for stays: a policy may rely on it. */
+	if (cur != NULL && s->kind != cur->kind) {
+		snprintf(why, SECRET_WHY_MAX, "it is a %s secret and version "
+		    "%llu in force is a %s secret; remove the secret first to "
+		    "change its kind", sealed_kind_name(s->kind),
+		    (unsigned long long)cur->version,
+		    sealed_kind_name(cur->kind));
+		return SL_ERR_INVALID;
+	}
 	if (cur == NULL || s->version > cur->version)
 		return 0;
 	if (s->version == cur->version && strcmp(s->fp, cur->fp) == 0 &&
@@ -169,11 +189,14 @@ secret_admit(const struct secret *cur, const struct secret *s,
 	}
 	if (s->version == cur->version)
 		snprintf(why, SECRET_WHY_MAX, "version %llu is in force with "
-		    "another value; seal the new value with a higher version",
+		    "another value; seal again without --secret-version, or "
+		    "with a higher one",
 		    (unsigned long long)cur->version);
 	else
 		snprintf(why, SECRET_WHY_MAX, "version %llu would replace the "
-		    "newer version %llu in force", (unsigned long long)s->version,
+		    "newer version %llu in force; seal again without "
+		    "--secret-version, or with a higher one",
+		    (unsigned long long)s->version,
 		    (unsigned long long)cur->version);
 	return SL_ERR_INVALID;
 }

@@ -29,6 +29,7 @@ struct config;
 struct secret {
 	atomic_uint	 refs;
 	char		 name[SEALED_NAME_MAX + 1];
+	enum sealed_kind kind;
 	uint64_t	 version;
 	int64_t		 created;	/* when it was sealed */
 	time_t		 loaded;	/* when this gateway took it */
@@ -37,7 +38,10 @@ struct secret {
 	char		 keyid[2 * SEALED_KEYID_LEN + 1];	/* the key that opened it */
 	char		 (*hosts)[NAME_BUFSZ + 2];	/* normalised; none: any host */
 	size_t		 nhosts;
-	/* Guarded memory, read-only: the value, a NUL, then its forms. */
+	/*
+	 * Guarded memory, read-only: the value, a NUL, then its forms (a
+	 * header value's; a document has none).
+	 */
 	uint8_t		*mem;
 	const uint8_t	*value;
 	size_t		 value_len;

@@ -15,6 +15,7 @@
 #include "conf/policy.h"
 #include "keys/ca.h"
 #include "keys/idkeys.h"
+#include "keys/inject.h"
 #include "keys/secrets.h"
 #include "keys/tlsterm.h"
 #include "loop/state.h"
@@ -465,12 +466,12 @@ state_build(const struct config *cfg, const struct state *prev,
 		errlist_add(errs, NULL, 0, 0, "cannot list own addresses: %m");
 		goto out;
 	}
-	if ((r = state_seal(st, prev, errs)) != 0)
-		goto out;
 	if (prev != NULL) {
 		st->secrets = secret_set_ref(prev->secrets);
 		st->idkeys = idkeys_ref(prev->idkeys);
 	}
+	if ((r = state_seal(st, prev, errs)) != 0)
+		goto out;
 	*out = st;
 	st = NULL;	/* transferred */
 	r = 0;
@@ -519,6 +520,48 @@ sandbox_cmp(const void *a, const void *b)
 	    ((const struct sandbox *)b)->id);
 }
 
+/* Every rule of p that renders a document into a header, into errs. */
+static int
+policy_secret_kinds(const struct policy *p, const struct secret_set *set,
+    struct errlist *errs)
+{
+	const struct intercept_rule *r;
+	const struct secret *s;
+	size_t i;
+	int bad = 0;
+
+	for (i = 0; i < p->nintercepts; i++) {
+		r = &p->intercepts[i];
+		if (r->action != ICPT_INJECT ||
+		    (s = inject_wrong_kind(r, set)) == NULL)
+			continue;
+		errlist_add(errs, p->file, r->line, 0, "%s: the secret '%s' is "
+		    "a %s secret, which never goes into a header template; "
+		    "seal the header value with --kind header", r->label,
+		    s->name, sealed_kind_name(s->kind));
+		bad = 1;
+	}
+	return bad;
+}
+
+int
+state_check_secrets(const struct state *st, const struct secret_set *set,
+    struct errlist *errs)
+{
+	size_t i;
+	int bad = 0;
+
+	if (set == NULL)
+		return 0;
+	for (i = 0; i < st->npolicies; i++)
+		bad |= policy_secret_kinds(st->policies[i], set, errs);
+	for (i = 0; i < st->nsandboxes; i++)
+		if (st->sandboxes[i].inline_policy != NULL)
+			bad |= policy_secret_kinds(
+			    st->sandboxes[i].inline_policy, set, errs);
+	return bad ? SL_ERR_INVALID : 0;
+}
+
 int
 state_seal(struct state *st, const struct state *prev, struct errlist *errs)
 {
@@ -552,6 +595,8 @@ state_seal(struct state *st, const struct state *prev, struct errlist *errs)
 		errlist_add(errs, NULL, 0, 0, "no policy named 'default'");
 		r = SL_ERR_INVALID;
 	}
+	if (state_check_secrets(st, st->secrets, errs) != 0)
+		r = SL_ERR_INVALID;
 	if (r != 0)
 		return r;
 	cidr_tree_free(st->sources);

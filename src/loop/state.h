@@ -143,6 +143,14 @@ int	state_remove_sandbox(struct state *st, const char *id);
 int	state_seal(struct state *st, const struct state *prev,
 	    struct errlist *errs);
 
+/*
+ * Whether set (may be NULL) suits every policy of st, inline ones too: a
+ * rule that would render a pem or json secret into a header template is
+ * an error in errs (SL_ERR_INVALID).  state_seal checks st->secrets so.
+ */
+int	state_check_secrets(const struct state *st,
+	    const struct secret_set *set, struct errlist *errs);
+
 struct state *state_ref(struct state *st);
 void	state_unref(struct state *st);		/* accepts NULL */
 

@@ -33,9 +33,10 @@ cmd_secret_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	if ((rc = api_view(ctl, c, argc, argv, "/v1/secrets", &ans)) !=
 	    CMD_GO)
 		return rc;
-	table_init(&t, 5);
-	t.right = 1u << 1;
+	table_init(&t, 6);
+	t.right = 1u << 2;
 	table_add(&t, "NAME");
+	table_add(&t, "KIND");
 	table_add(&t, "VERSION");
 	table_add(&t, "FINGERPRINT");
 	table_add(&t, "HOSTS");
@@ -44,6 +45,7 @@ cmd_secret_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	json_array_foreach(list, i, s) {
 		fp = json_object_get(s, "hosts");
 		table_addj(&t, json_object_get(s, "name"), ",");
+		table_addj(&t, json_object_get(s, "kind"), ",");
 		table_addj(&t, json_object_get(s, "version"), ",");
 		table_addj(&t, json_object_get(s, "fingerprint"), ",");
 		if (json_array_size(fp) > 0)

@@ -176,6 +176,24 @@ cmd_keygen(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	return EXIT_OK;
 }
 
+/*
+ * The version a seal gets unless told: microseconds since the epoch, so
+ * that rotations a script makes one after the other, even within one
+ * second, each get a higher one than the last (and than the seconds
+ * earlier releases used), and it stays exact in a JSON number.  A clock
+ * that steps back can still give a lower one; the daemon then refuses it
+ * and says so.
+ */
+static uint64_t
+clock_version(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || ts.tv_sec < 0)
+		return (uint64_t)time(NULL) * 1000000u;
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 /* A --secret-version: decimal digits only, up to 2^64 - 1. */
 static int
 parse_version(const char *s, uint64_t *out)
@@ -216,15 +234,19 @@ read_fd(int fd, uint8_t *b, size_t cap, size_t *len)
 
 /*
  * Reads the value from stdin into guarded memory (wiped by sodium_free):
- * at most SEALED_MAX_VALUE + 2 bytes are kept, and one byte more is read
- * only to learn that there is more.  One trailing "\n" or "\r\n" goes, as
- * echo and editors add it; any other CR, LF or NUL is left for
- * sealed_seal to refuse.
+ * at most the kind's bound + 2 bytes are kept, and one byte more is read
+ * only to learn that there is more.  For a header value one trailing
+ * "\n" or "\r\n" goes, as echo and editors add it, and any other CR, LF
+ * or NUL is refused; a document (pem, json) is kept as it is, for
+ * sealed_seal to judge.
  */
 static int
-read_value(const struct cmd *c, uint8_t **buf, size_t *len)
+read_value(const struct cmd *c, enum sealed_kind kind, uint8_t **buf,
+    size_t *len)
 {
-	const size_t cap = SEALED_MAX_VALUE + 2;
+	const size_t max = kind == SEALED_KIND_HEADER ? SEALED_MAX_VALUE :
+	    SEALED_MAX_DOC;
+	const size_t cap = max + 2;
 	uint8_t *b, more;
 	size_t n, extra = 0;
 	int rc = EXIT_FAIL;
@@ -239,7 +261,9 @@ read_value(const struct cmd *c, uint8_t **buf, size_t *len)
 		goto out;
 	}
 	sodium_memzero(&more, sizeof(more));
-	if (n >= 2 && b[n - 2] == '\r' && b[n - 1] == '\n')
+	if (kind != SEALED_KIND_HEADER)
+		;	/* a document keeps its last newline */
+	else if (n >= 2 && b[n - 2] == '\r' && b[n - 1] == '\n')
 		n -= 2;
 	else if (n >= 1 && b[n - 1] == '\n')
 		n--;
@@ -247,15 +271,15 @@ read_value(const struct cmd *c, uint8_t **buf, size_t *len)
 		cmd_err(c, "no value on standard input");
 		goto out;
 	}
-	if (extra > 0 || n > SEALED_MAX_VALUE) {
-		cmd_err(c, "the value is longer than %d bytes",
-		    SEALED_MAX_VALUE);
+	if (extra > 0 || n > max) {
+		cmd_err(c, "the value is longer than %zu bytes", max);
 		goto out;
 	}
-	if (memchr(b, '\r', n) != NULL || memchr(b, '\n', n) != NULL ||
-	    memchr(b, '\0', n) != NULL) {
+	if (kind == SEALED_KIND_HEADER && (memchr(b, '\r', n) != NULL ||
+	    memchr(b, '\n', n) != NULL || memchr(b, '\0', n) != NULL)) {
 		cmd_err(c, "the value holds a CR, LF or NUL byte (only one "
-		    "trailing newline is dropped)");
+		    "trailing newline is dropped; a key or JSON document is "
+		    "sealed with --kind pem or --kind json)");
 		goto out;
 	}
 	*buf = b;
@@ -373,19 +397,25 @@ print_host(const char *host, FILE *f)
 	fprintf(f, "%s%s", pre ? "*." : "", norm);
 }
 
-/* "sealed NAME version N to gateway key ID, hosts ..." on f. */
+/* "sealed NAME (KIND) version N to gateway key ID, hosts ..." on f. */
 static void
-seal_summary(FILE *f, const char *name, uint64_t version, const uint8_t *pk,
-    const char *const *hosts, size_t nhosts, const char *out)
+seal_summary(FILE *f, const struct sealed_in *in, const uint8_t *pk,
+    const char *out)
 {
+	const char *name = in->name;
+	const char *const *hosts = in->hosts;
+	size_t nhosts = in->nhosts;
 	uint8_t id[SEALED_KEYID_LEN];
 	char idhex[2 * SEALED_KEYID_LEN + 1];
 	size_t i;
 
 	gwkey_id(pk, id);
 	sodium_bin2hex(idhex, sizeof(idhex), id, sizeof(id));
-	fprintf(f, "sealed %s version %" PRIu64 " to gateway key %s, ", name,
-	    version, idhex);
+	fprintf(f, "sealed %s", name);
+	if (in->kind != SEALED_KIND_HEADER)
+		fprintf(f, " (%s)", sealed_kind_name(in->kind));
+	fprintf(f, " version %" PRIu64 " to gateway key %s, ", in->version,
+	    idhex);
 	if (nhosts == 0)
 		fputs("any host", f);
 	for (i = 0; i < nhosts; i++) {
@@ -414,12 +444,13 @@ seal_opts(const struct cmd *c, int argc, char **argv, struct seal_args *a)
 		{ "name", required_argument, NULL, 'n' },
 		{ "host", required_argument, NULL, 'H' },
 		{ "secret-version", required_argument, NULL, 'v' },
+		{ "kind", required_argument, NULL, 'k' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int ch, version = 0;
+	int ch, kind, version = 0;
 
 	optind = 0;
 	opterr = 0;
@@ -440,6 +471,12 @@ seal_opts(const struct cmd *c, int argc, char **argv, struct seal_args *a)
 				    "'%s' is not a whole number from 0 to "
 				    "2^64-1", optarg);
 			version = 1;
+			break;
+		case 'k':
+			if ((kind = sealed_kind_parse(optarg)) < 0)
+				return cmd_usage_err(c, "--kind: '%s' is not "
+				    "header, pem or json", optarg);
+			a->in.kind = (enum sealed_kind)kind;
 			break;
 		case 'o':
 			a->out = optarg;
@@ -462,7 +499,7 @@ seal_opts(const struct cmd *c, int argc, char **argv, struct seal_args *a)
 		return cmd_usage_err(c, "missing --name NAME");
 	a->in.created = (int64_t)time(NULL);
 	if (!version)
-		a->in.version = (uint64_t)a->in.created;
+		a->in.version = clock_version();
 	return CMD_GO;
 }
 
@@ -511,7 +548,7 @@ seal_run(const struct cmd *c, struct seal_args *a)
 		cmd_err(c, "%s: %s", a->pub, why);
 		goto out;
 	}
-	if ((rc = read_value(c, &value, &vlen)) != EXIT_OK)
+	if ((rc = read_value(c, a->in.kind, &value, &vlen)) != EXIT_OK)
 		goto out;
 	rc = EXIT_FAIL;
 	a->in.value = value;
@@ -526,15 +563,13 @@ seal_run(const struct cmd *c, struct seal_args *a)
 	if (a->out != NULL) {
 		if ((rc = write_out(c, a->out, blob, blen)) != EXIT_OK)
 			goto out;
-		seal_summary(stdout, a->in.name, a->in.version, pk,
-		    a->in.hosts, a->in.nhosts, a->out);
+		seal_summary(stdout, &a->in, pk, a->out);
 	} else {
 		if (fwrite(blob, 1, blen, stdout) != blen) {
 			cmd_err(c, "standard output: %s", strerror(errno));
 			goto out;
 		}
-		seal_summary(stderr, a->in.name, a->in.version, pk,
-		    a->in.hosts, a->in.nhosts, NULL);
+		seal_summary(stderr, &a->in, pk, NULL);
 	}
 	rc = EXIT_OK;
  out:

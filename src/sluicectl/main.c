@@ -47,7 +47,8 @@ static const struct cmd cmds[] = {
 	{ "audit", "rotate", "", cmd_audit_rotate },
 	{ NULL, "keygen", "--out DIR", cmd_keygen },
 	{ NULL, "seal", "--pub gateway.pub --name NAME [--host H]... "
-	    "[--secret-version N] [--out FILE]", cmd_seal },
+	    "[--kind header|pem|json] [--secret-version N] [--out FILE]",
+	    cmd_seal },
 };
 #define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
 

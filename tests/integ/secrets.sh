@@ -571,12 +571,12 @@ api_list() {
 	api GET /v1/secrets
 	[ "$st" = 200 ] || { why="GET /v1/secrets: $st"; return 1; }
 	jq -e '[.secrets[].name] == ["basic", "other", "tok"]' <<<"$out" >/dev/null &&
-	jq -e '.secrets[] | select(.name == "tok") | .version == 5 and (.fingerprint | test("^[0-9a-f]{32}$")) and .hosts == ["allowed.test"] and .source == "api"' <<<"$out" >/dev/null &&
+	jq -e '.secrets[] | select(.name == "tok") | .kind == "header" and .version == 5 and (.fingerprint | test("^[0-9a-f]{32}$")) and .hosts == ["allowed.test"] and .source == "api"' <<<"$out" >/dev/null &&
 	jq -e '.secrets[] | select(.name == "other") | .hosts == ["other.test"] and .source == "file"' <<<"$out" >/dev/null ||
 	    { why="GET /v1/secrets: $(short "$out")"; return 1; }
 	"${SECTL[@]}" secret ls >"$WORK/ls.out" 2>&1 || { why="sluicectl secret ls failed"; return 1; }
 	cat "$WORK/ls.out" >>"$API_SEEN"
-	grep -Eq '^tok +5 +[0-9a-f]{32} +allowed.test ' "$WORK/ls.out" ||
+	grep -Eq '^tok +header +5 +[0-9a-f]{32} +allowed.test ' "$WORK/ls.out" ||
 	    { why="secret ls: $(short "$(cat "$WORK/ls.out")")"; return 1; }
 }
 api_delete() {
@@ -605,6 +605,116 @@ check api_list api_list
 check api_delete api_delete
 check api_folder_add api_folder_add
 check api_metrics api_metrics
+
+# ================================================================ kinds
+# A json or pem document is sealed with --kind, keeps its newlines, and
+# never goes into a header template: not through a policy, not through a
+# new secret a policy in force names, not by changing a name's kind.
+
+SKV="sk-$(rnd)/$(rnd)"
+ALL_VALUES+=("$SKV")
+printf '%s\n' "$SKV" >>"$WORK/canary-values"
+# seal_doc NAME KIND FILE [VERSION]: FILE sealed as NAME of KIND on stdout
+seal_doc() {
+	local -a v=()
+	[ -n "${4:-}" ] && v=(--secret-version "$4")
+	"$SLUICECTL" seal --pub "$KEYS/gateway.pub" --name "$1" --kind "$2" \
+	    --host allowed.test "${v[@]}" <"$3" 2>>"$WORK/seal.log"
+}
+kind_json() {
+	printf '{\n  "access_key_id": "AKIDEXAMPLE",\n  "secret_access_key": "%s"\n}\n' "$SKV" >"$WORK/aws.json"
+	seal_doc awsc json "$WORK/aws.json" >"$WORK/awsc.sealed" || { why="seal --kind json: $(tail -1 "$WORK/seal.log")"; return 1; }
+	bad_put 201 awsc "$WORK/awsc.sealed" '.kind == "json" and .name == "awsc"' || return 1
+	api GET /v1/secrets/awsc
+	jq -e '.kind == "json"' <<<"$out" >/dev/null || { why="GET: $(short "$out")"; return 1; }
+	"${SECTL[@]}" secret ls >"$WORK/ls2.out" 2>&1 &&
+	grep -Eq '^awsc +json +[0-9]+ ' "$WORK/ls2.out" || { why="secret ls: $(short "$(cat "$WORK/ls2.out")")"; return 1; }
+	# the header kind refuses the newlines, and says what to do
+	o=$("$SLUICECTL" seal --pub "$KEYS/gateway.pub" --name x <"$WORK/aws.json" 2>&1 >/dev/null)
+	grep -q -- '--kind json' <<<"$o" || { why="header seal of JSON: $(short "$o")"; return 1; }
+	# json that is no object, pem that is no key
+	printf '[1]' >"$WORK/arr.json"
+	o=$(seal_doc x json "$WORK/arr.json" 2>&1 >/dev/null; tail -1 "$WORK/seal.log")
+	grep -q 'one JSON object' <<<"$o" || { why="seal of an array: $(short "$o")"; return 1; }
+	o=$(seal_doc x pem "$WORK/aws.json" 2>&1 >/dev/null; tail -1 "$WORK/seal.log")
+	grep -q 'private key' <<<"$o" || { why="seal of JSON as pem: $(short "$o")"; return 1; }
+	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$WORK/k.pem" 2>/dev/null &&
+	seal_doc ck pem "$WORK/k.pem" >"$WORK/ck.sealed" || { why="seal --kind pem: $(tail -1 "$WORK/seal.log")"; return 1; }
+	bad_put 201 ck "$WORK/ck.sealed" '.kind == "pem"'
+}
+kind_template() {
+	local n tv
+	api GET /v1/secrets/tok
+	tv=$(jq .version <<<"$out")
+	n=$(grep -c 'policies not reloaded' "$WORK/sluiced.log")
+	cat >"$POLDIR/kind.yaml" <<-EOF
+	name: kind
+	egress: {default: deny}
+	intercept:
+	  - name: docs
+	    match: {host: allowed.test, path: /reflect}
+	    inject:
+	      set: {authorization: "AWS {{secret:awsc}}"}
+	EOF
+	"${SECTL[@]}" reload >"$WORK/rl.out" 2>&1 && { why="the reload was taken"; return 1; }
+	grep -q "intercept:docs: the secret 'awsc' is a json secret" "$WORK/rl.out" ||
+	    { why="reload: $(short "$(cat "$WORK/rl.out")")"; return 1; }
+	rm -f "$POLDIR/kind.yaml"
+	[ "$(grep -c 'policies not reloaded' "$WORK/sluiced.log")" -gt "$n" ] || { why="no refusal in the log"; return 1; }
+	api GET /v1/policies/kind
+	[ "$st" = 404 ] || { why="the refused policy is in force: $st"; return 1; }
+	# a policy in force that names a header secret not there yet...
+	cat >"$POLDIR/kind.yaml" <<-EOF
+	name: kind
+	egress: {default: deny}
+	intercept:
+	  - name: later
+	    match: {host: allowed.test, path: /later}
+	    inject:
+	      set: {authorization: "Bearer {{secret:later}}"}
+	EOF
+	"${SECTL[@]}" reload >"$WORK/rl.out" 2>&1 || { why="reload: $(short "$(cat "$WORK/rl.out")")"; return 1; }
+	# ... refuses it as a document, through the API and through the folder
+	seal_doc later json "$WORK/aws.json" >"$WORK/later.sealed" || return 1
+	bad_put 409 later "$WORK/later.sealed" ".error | test(\"intercept:later: the secret 'later' is a json secret\")" || return 1
+	cp "$WORK/later.sealed" "$SECDIR/.t" && mv "$SECDIR/.t" "$SECDIR/later.sealed"
+	sleep 0.5
+	api GET /v1/secrets/later
+	[ "$st" = 404 ] || { why="the folder's json 'later' is in force: $st"; return 1; }
+	grep -q "the secret 'later' is a json secret" "$WORK/sluiced.log" || { why="no refusal of the folder's file in the log"; return 1; }
+	rm -f "$SECDIR/later.sealed" "$POLDIR/kind.yaml"
+	"${SECTL[@]}" reload >"$WORK/rl.out" 2>&1 || { why="reload: $(short "$(cat "$WORK/rl.out")")"; return 1; }
+	wait_version tok "$tv"
+}
+kind_change() {
+	local tv
+	api GET /v1/secrets/tok
+	tv=$(jq .version <<<"$out")
+	# tok is a header secret: a json version of it is refused, the remedy named
+	seal_doc tok json "$WORK/aws.json" 99999999999999999 >"$WORK/tokj.sealed" || return 1
+	bad_put 409 tok "$WORK/tokj.sealed" '.error | test("json secret and version [0-9]+ in force is a header secret; remove the secret first")' || return 1
+	wait_version tok "$tv"
+}
+# rotations a script makes within one second each get a higher version
+kind_versions() {
+	local v1 v2 i
+	for i in 1 2; do
+		printf 'rv-%s' "$i" | "$SLUICECTL" seal --pub "$KEYS/gateway.pub" --name rv \
+		    >"$WORK/rv$i.sealed" 2>>"$WORK/seal.log" || return 1
+	done
+	bad_put 201 rv "$WORK/rv1.sealed" '.version > 1000000000000000' || return 1
+	v1=$(jq .version <<<"$out")
+	bad_put 200 rv "$WORK/rv2.sealed" ".version > $v1" || return 1
+	v2=$(jq .version <<<"$out")
+	# and the refusal of the older one names the remedy
+	bad_put 409 rv "$WORK/rv1.sealed" '.error | test("seal again without --secret-version")' || return 1
+	[ "$v2" -gt "$v1" ] || { why="versions $v1 then $v2"; return 1; }
+	"${SECTL[@]}" secret rm rv >/dev/null 2>&1
+}
+check kind_json kind_json
+check kind_template kind_template
+check kind_change kind_change
+check kind_versions kind_versions
 
 # ================================================================ daemon and leaks
 

@@ -17,6 +17,7 @@
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <sodium.h>
 
 #include "util/err.h"
@@ -384,7 +385,7 @@ seal_simple(size_t *len)
 {
 	static const char *const hosts[] = { "api.example.com" };
 	struct sealed_in in = { "api-token", 7, 1700000000, hosts, 1, value,
-	    VALUE_LEN };
+	    VALUE_LEN, SEALED_KIND_HEADER };
 
 	return seal(&in, len);
 }
@@ -427,7 +428,7 @@ test_roundtrip(void **state)
 		"api.example.com",	/* the first, again: dropped */
 	};
 	struct sealed_in in = { "Api_token-2.v1", UINT64_MAX - 1, -5, hosts, 4,
-	    value, VALUE_LEN };
+	    value, VALUE_LEN, SEALED_KIND_HEADER };
 	struct sealed_secret *s;
 	uint8_t *blob;
 	size_t len;
@@ -471,7 +472,7 @@ test_roundtrip(void **state)
 			hp[i] = hbuf[i];
 		}
 		in = (struct sealed_in){ name, 0, 0, hp, 16, big,
-		    SEALED_MAX_VALUE };
+		    SEALED_MAX_VALUE, SEALED_KIND_HEADER };
 		blob = seal(&in, &len);
 		assert_true(len <= SEALED_MAX_BLOB);
 		s = open_ok(blob, len);
@@ -482,7 +483,8 @@ test_roundtrip(void **state)
 		sealed_secret_free(s);
 		free(blob);
 
-		in = (struct sealed_in){ "x", 1, 1, NULL, 0, big, 1 };
+		in = (struct sealed_in){ "x", 1, 1, NULL, 0, big, 1,
+		    SEALED_KIND_HEADER };
 		blob = seal(&in, &len);
 		s = open_ok(blob, len);
 		assert_int_equal(s->nhosts, 0);
@@ -534,7 +536,8 @@ test_seal_refusals(void **state)
 		"", "*", "*.", "**.a.com", "a.*.com", "x*.y", "a..b", ".a",
 		"1.2.3.4", "[::1]", "a b.com", "a/b.com", "*.*.a.com",
 	};
-	struct sealed_in in = { "n", 1, 1, NULL, 0, value, VALUE_LEN };
+	struct sealed_in in = { "n", 1, 1, NULL, 0, value, VALUE_LEN,
+	    SEALED_KIND_HEADER };
 	char hosts[17][8], wild[300];
 	const char *hp[17];
 	uint8_t big[SEALED_MAX_VALUE + 1], zero[32];
@@ -726,7 +729,9 @@ test_truncated_and_trailing(void **state)
 	blob[7] = 'X';
 	open_fails(&fx.k1, 1, blob, len, "not a sealed secret");
 	blob[7] = 'B';
-	blob[8] = 2;
+	blob[8] = SEALED_FORMAT_KIND;	/* a header value is format 1 */
+	open_fails(&fx.k1, 1, blob, len, "header and payload disagree");
+	blob[8] = 3;
 	open_fails(&fx.k1, 1, blob, len, "unsupported format version");
 	blob[8] = 0;
 	open_fails(&fx.k1, 1, blob, len, "unsupported format version");
@@ -762,10 +767,11 @@ struct spec {
 	const uint8_t	*value;
 	size_t		 vlen;
 	size_t		 extra;		/* trailing bytes */
+	int		 kind;		/* the kind byte; -1: none written */
 };
 
 struct pl {
-	uint8_t		 b[20000];
+	uint8_t		 b[40000];
 	size_t		 n;
 };
 
@@ -800,6 +806,7 @@ spec_init(struct spec *s)
 	s->namelen = 7;
 	s->value = value;
 	s->vlen = VALUE_LEN;
+	s->kind = -1;
 }
 
 static void
@@ -812,6 +819,8 @@ build(const struct spec *s, struct pl *p)
 	pl_bytes(p, s->id, SEALED_KEYID_LEN);
 	pl_uint(p, s->version, 8);
 	pl_uint(p, s->created, 8);
+	if (s->kind >= 0)
+		pl_uint(p, (uint64_t)s->kind, 1);
 	pl_uint(p, s->namelen, 1);
 	pl_bytes(p, s->name, s->namelen);
 	pl_uint(p, s->count != 0 ? s->count : s->nhosts, 1);
@@ -835,7 +844,9 @@ craft(const struct pl *p, size_t *len)
 	*len = SEALED_HEADER_LEN + crypto_box_SEALBYTES + p->n;
 	assert_non_null(b = malloc(*len));
 	memcpy(b, SEALED_MAGIC, 8);
-	b[8] = SEALED_FORMAT;
+	/* The clear format as sealed_seal writes it: 2 only for format 2. */
+	b[8] = p->n > 0 && p->b[0] == SEALED_FORMAT_KIND ? SEALED_FORMAT_KIND :
+	    SEALED_FORMAT;
 	memcpy(b + 9, fx.k1->id, SEALED_KEYID_LEN);
 	assert_int_equal(crypto_box_seal(b + SEALED_HEADER_LEN, p->b, p->n,
 	    fx.k1->pk), 0);
@@ -877,7 +888,7 @@ test_crafted_header_payload(void **state)
 	memcpy(s.id, fx.k2->id, SEALED_KEYID_LEN);
 	check_spec(&s, "header and payload disagree");
 	spec_init(&s);
-	s.fmt = 2;
+	s.fmt = 3;
 	check_spec(&s, "header and payload disagree");
 	s.fmt = 0;
 	check_spec(&s, "header and payload disagree");
@@ -904,6 +915,177 @@ test_crafted_header_payload(void **state)
 		sealed_secret_free(o);
 		free(blob);
 	}
+}
+
+/* A P-256 private key in PEM, then a certificate of it if cert. */
+static char *
+pem_key(int cert, size_t *len)
+{
+	EVP_PKEY *k;
+	X509 *x;
+	BIO *b;
+	char *data, *out;
+	long n;
+
+	assert_non_null(k = EVP_EC_gen("P-256"));
+	assert_non_null(b = BIO_new(BIO_s_mem()));
+	assert_int_equal(PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL,
+	    NULL), 1);
+	if (cert) {
+		assert_non_null(x = X509_new());
+		ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+		X509_gmtime_adj(X509_getm_notBefore(x), 0);
+		X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+		X509_set_pubkey(x, k);
+		X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN",
+		    MBSTRING_ASC, (const unsigned char *)"client", -1, -1, 0);
+		X509_set_issuer_name(x, X509_get_subject_name(x));
+		assert_true(X509_sign(x, k, EVP_sha256()) > 0);
+		assert_int_equal(PEM_write_bio_X509(b, x), 1);
+		X509_free(x);
+	}
+	n = BIO_get_mem_data(b, &data);
+	assert_true(n > 0);
+	assert_non_null(out = malloc((size_t)n + 1));
+	memcpy(out, data, (size_t)n);
+	out[n] = '\0';
+	*len = (size_t)n;
+	BIO_free(b);
+	EVP_PKEY_free(k);
+	return out;
+}
+
+static void
+test_kinds(void **state)
+{
+	static const char json[] = "{\n\t\"access_key_id\": \"AKIDEXAMPLE\",\r\n"
+	    "\"secret_access_key\": \"wJalrXUtnFEMI\"\n}\n";
+	struct sealed_in in = { "doc", 7, 1, NULL, 0, NULL, 0,
+	    SEALED_KIND_PEM };
+	struct sealed_secret *o;
+	struct spec sp;
+	uint8_t *blob, *big;
+	size_t len, klen;
+	char *key;
+
+	assert_string_equal(sealed_kind_name(SEALED_KIND_HEADER), "header");
+	assert_string_equal(sealed_kind_name(SEALED_KIND_PEM), "pem");
+	assert_string_equal(sealed_kind_name(SEALED_KIND_JSON), "json");
+	assert_int_equal(sealed_kind_parse("pem"), SEALED_KIND_PEM);
+	assert_int_equal(sealed_kind_parse("json"), SEALED_KIND_JSON);
+	assert_int_equal(sealed_kind_parse("header"), SEALED_KIND_HEADER);
+	assert_int_equal(sealed_kind_parse("PEM"), -1);
+	assert_int_equal(sealed_kind_parse(""), -1);
+
+	/* A key and its certificate, newlines and all, in format 2. */
+	key = pem_key(1, &klen);
+	in.value = (const uint8_t *)key;
+	in.value_len = klen;
+	blob = seal(&in, &len);
+	assert_int_equal(blob[8], SEALED_FORMAT_KIND);
+	o = open_ok(blob, len);
+	assert_int_equal(o->kind, SEALED_KIND_PEM);
+	assert_int_equal(o->value_len, klen);
+	assert_memory_equal(o->value, key, klen);
+	sealed_secret_free(o);
+	free(blob);
+
+	/* JSON with TAB, CR and LF. */
+	in.kind = SEALED_KIND_JSON;
+	in.value = (const uint8_t *)json;
+	in.value_len = sizeof(json) - 1;
+	blob = seal(&in, &len);
+	assert_int_equal(blob[8], SEALED_FORMAT_KIND);
+	o = open_ok(blob, len);
+	assert_int_equal(o->kind, SEALED_KIND_JSON);
+	assert_memory_equal(o->value, json, sizeof(json) - 1);
+	sealed_secret_free(o);
+	free(blob);
+
+	/* A header value stays in format 1, kind header. */
+	in.kind = SEALED_KIND_HEADER;
+	in.value = value;
+	in.value_len = VALUE_LEN;
+	blob = seal(&in, &len);
+	assert_int_equal(blob[8], SEALED_FORMAT);
+	o = open_ok(blob, len);
+	assert_int_equal(o->kind, SEALED_KIND_HEADER);
+	sealed_secret_free(o);
+	free(blob);
+
+	/* What each kind refuses. */
+	in.value = (const uint8_t *)json;
+	in.value_len = sizeof(json) - 1;
+	seal_fails(&in, "CR, LF or NUL");		/* header: no LF */
+	in.kind = SEALED_KIND_PEM;
+	seal_fails(&in, "unencrypted private key");	/* not a key */
+	in.kind = SEALED_KIND_JSON;
+	in.value = (const uint8_t *)"[1, 2]";
+	in.value_len = 6;
+	seal_fails(&in, "one JSON object");
+	in.value = (const uint8_t *)"{\"a\": 1, \"a\": 2}";
+	in.value_len = 16;
+	seal_fails(&in, "one JSON object");	/* duplicate keys */
+	in.value = (const uint8_t *)"{\"a\": 1} x";
+	in.value_len = 10;
+	seal_fails(&in, "one JSON object");
+	in.value = (const uint8_t *)"{\"a\":\0 1}";
+	in.value_len = 9;
+	seal_fails(&in, "NUL");
+	in.value = (const uint8_t *)"{\"a\":\x1b 1}";
+	seal_fails(&in, "control byte");
+	in.kind = (enum sealed_kind)7;
+	seal_fails(&in, "unknown kind");
+
+	/* Bounds: a document up to 32768 bytes (a key with blank lines after). */
+	assert_non_null(big = malloc(SEALED_MAX_DOC + 1));
+	memset(big, '\n', SEALED_MAX_DOC + 1);
+	memcpy(big, key, klen);
+	in.kind = SEALED_KIND_PEM;
+	in.value = big;
+	in.value_len = SEALED_MAX_DOC;
+	blob = seal(&in, &len);
+	assert_true(len <= SEALED_MAX_BLOB);
+	o = open_ok(blob, len);
+	assert_int_equal(o->value_len, SEALED_MAX_DOC);
+	sealed_secret_free(o);
+	free(blob);
+	in.value_len = SEALED_MAX_DOC + 1;
+	seal_fails(&in, "longer than 32768");
+	in.kind = SEALED_KIND_HEADER;
+	memset(big, 'v', SEALED_MAX_VALUE + 1);
+	in.value_len = SEALED_MAX_VALUE + 1;
+	seal_fails(&in, "longer than 8192");
+
+	/* Crafted: the kind byte of format 2, and what format 1 forbids. */
+	spec_init(&sp);
+	sp.fmt = SEALED_FORMAT_KIND;
+	sp.kind = SEALED_KIND_JSON;
+	check_spec(&sp, NULL);
+	sp.kind = SEALED_KIND_HEADER;		/* header is format 1's */
+	check_spec(&sp, "unknown kind");
+	sp.kind = 3;
+	check_spec(&sp, "unknown kind");
+	sp.kind = 255;
+	check_spec(&sp, "unknown kind");
+	sp.kind = SEALED_KIND_PEM;		/* not judged here: secret_open does */
+	sp.value = (const uint8_t *)"a\nb";
+	sp.vlen = 3;
+	check_spec(&sp, NULL);
+	sp.value = (const uint8_t *)"a\0b";
+	check_spec(&sp, "value holds NUL");
+	sp.vlen = SEALED_MAX_DOC + 1;
+	sp.value = big;
+	check_spec(&sp, "value longer than 32768");
+	spec_init(&sp);
+	sp.value = (const uint8_t *)"a\nb";	/* format 1: a header value */
+	sp.vlen = 3;
+	check_spec(&sp, "value holds CR, LF or NUL");
+	spec_init(&sp);
+	sp.fmt = SEALED_FORMAT_KIND;		/* the kind byte missing */
+	check_spec(&sp, "unknown kind");
+	free(big);
+	free(key);
 }
 
 static void
@@ -1093,6 +1275,7 @@ main(void)
 		cmocka_unit_test(test_truncated_and_trailing),
 		cmocka_unit_test(test_crafted_header_payload),
 		cmocka_unit_test(test_crafted_name_value),
+		cmocka_unit_test(test_kinds),
 		cmocka_unit_test(test_crafted_hosts),
 		cmocka_unit_test(test_parse_every_prefix),
 		cmocka_unit_test(test_host_bound),

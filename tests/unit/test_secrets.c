@@ -84,7 +84,8 @@ blob_of(struct fx *f, const char *name, uint64_t version, const char *value,
 {
 	const char *hosts[1] = { host }, *why = NULL;
 	struct sealed_in in = { name, version, 1700000000, hosts,
-	    host ? 1 : 0, (const uint8_t *)value, strlen(value) };
+	    host ? 1 : 0, (const uint8_t *)value, strlen(value),
+	    SEALED_KIND_HEADER };
 	uint8_t *blob = NULL;
 
 	assert_int_equal(sealed_seal(f->pk, &in, &blob, len, &why), 0);
@@ -470,6 +471,108 @@ t_render_refusals(void **state)
 	rule_free(r4);
 }
 
+/* A sealed blob of a document of kind k. */
+static uint8_t *
+doc_blob(struct fx *f, const char *name, uint64_t version,
+    enum sealed_kind k, const char *value, size_t *len)
+{
+	const char *why = NULL;
+	struct sealed_in in = { name, version, 1700000000, NULL, 0,
+	    (const uint8_t *)value, strlen(value), k };
+	uint8_t *blob = NULL;
+
+	if (sealed_seal(f->pk, &in, &blob, len, &why) != 0)
+		fail_msg("cannot seal: %s", why);
+	return blob;
+}
+
+static void
+t_kinds(void **state)
+{
+	static const char *const hdr[] = { "authorization",
+	    "Bearer {{secret:doc}}" };
+	static const char *const other[] = { "authorization",
+	    "Bearer {{secret:tok}}" };
+	struct fx *f = *state;
+	struct intercept_rule *r = rule_of(hdr, 1, NULL, 0);
+	struct intercept_rule *r2 = rule_of(other, 1, NULL, 0);
+	struct secret *doc = NULL, *hd, *doc2 = NULL;
+	struct secret_set *ss = NULL, *ss2 = NULL;
+	struct inject inj;
+	char why[SECRET_WHY_MAX], buf[256];
+	size_t len, used = 0;
+	uint8_t *b;
+
+	b = doc_blob(f, "doc", 3, SEALED_KIND_JSON,
+	    "{\"access_key_id\": \"AK\",\n \"secret_access_key\": \"SK\"}", &len);
+	assert_int_equal(secret_open(f->st, b, len, NULL, "file", &doc, why), 0);
+	free(b);
+	assert_int_equal(doc->kind, SEALED_KIND_JSON);
+	assert_int_equal(doc->nforms, 0);	/* a document is never sent */
+	assert_int_equal(strlen(doc->fp), SECRET_FP_HEX);
+
+	/* Rendering it into a header is refused; the rule is named at load. */
+	assert_int_equal(secret_set_with(NULL, doc, &ss), 0);
+	assert_int_equal(inject_render(r, ss, "api.example", buf, sizeof(buf),
+	    &used, &inj), INJECT_WRONG_KIND);
+	assert_string_equal(inj.secret, "doc");
+	assert_int_equal(inj.nused, 0);
+	assert_ptr_equal(inject_wrong_kind(r, ss), doc);
+	assert_null(inject_wrong_kind(r2, ss));	/* tok is not in ss */
+	assert_null(inject_wrong_kind(r, NULL));
+
+	/* A name keeps its kind: a header version of doc is refused. */
+	hd = open_secret(f, "doc", 4, "plain", NULL);
+	assert_int_equal(secret_admit(doc, hd, why), SL_ERR_INVALID);
+	assert_non_null(strstr(why, "remove the secret first"));
+	assert_int_equal(secret_admit(hd, doc, why), SL_ERR_INVALID);
+	assert_int_equal(secret_admit(NULL, hd, why), 0);
+	b = doc_blob(f, "doc", 5, SEALED_KIND_JSON, "{\"a\": \"b\"}", &len);
+	assert_int_equal(secret_open(f->st, b, len, NULL, "file", &doc2, why),
+	    0);
+	free(b);
+	assert_int_equal(secret_admit(doc, doc2, why), 0);
+	assert_int_equal(secret_set_with(ss, hd, &ss2), 0);
+	assert_null(inject_wrong_kind(r, ss2));
+
+	/* The remedy is named when a version goes back. */
+	assert_int_equal(secret_admit(doc2, doc, why), SL_ERR_INVALID);
+	assert_non_null(strstr(why, "without --secret-version"));
+
+	secret_set_unref(ss2);
+	secret_set_unref(ss);
+	secret_unref(doc2);
+	secret_unref(hd);
+	secret_unref(doc);
+	rule_free(r);
+	rule_free(r2);
+}
+
+/* A pem value must hold a key, whoever seals it. */
+static void
+t_kind_refused(void **state)
+{
+	static const char notkey[] = "-----BEGIN PRIVATE KEY-----\nAAAA\n"
+	    "-----END PRIVATE KEY-----\n";
+	struct fx *f = *state;
+	struct sealed_in in = { "k", 1, 1, NULL, 0, (const uint8_t *)notkey,
+	    sizeof(notkey) - 1, SEALED_KIND_PEM };
+	const char *w = NULL;
+	uint8_t *b = NULL;
+	size_t len;
+
+	assert_int_equal(sealed_seal(f->pk, &in, &b, &len, &w),
+	    SL_ERR_INVALID);
+	assert_null(b);
+	assert_non_null(strstr(w, "private key"));
+	assert_int_equal(sealed_kind_check(SEALED_KIND_PEM, in.value,
+	    in.value_len, &w), SL_ERR_INVALID);
+	assert_int_equal(sealed_kind_check(SEALED_KIND_JSON,
+	    (const uint8_t *)"{}", 2, &w), 0);
+	assert_int_equal(sealed_kind_check(SEALED_KIND_HEADER,
+	    (const uint8_t *)"x", 1, &w), 0);
+}
+
 int
 main(void)
 {
@@ -482,6 +585,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(t_sets, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_load_folder, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_render, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_kinds, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_kind_refused, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(t_render_refusals, setup,
 		    teardown),
 	};
