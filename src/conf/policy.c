@@ -84,6 +84,7 @@ policy_free(struct policy *p)
 		free(r->forward_to);
 		free(r->forward_audience);
 		free(r->upstream_ca);
+		free(r->client_cert);
 		free_strv(r->pins, r->npins);
 	}
 	free(p->intercepts);

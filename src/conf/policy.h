@@ -59,6 +59,9 @@ struct intercept_rule {
 	int		 forward_body_hash;	/* the token carries the body's hash */
 	char		*upstream_ca;	/* NULL: config's upstream_ca */
 	char		**pins;		size_t npins;	/* base64 SPKI SHA-256 */
+	char		*client_cert;	/* pass, inject: the pem secret whose
+					 * key and chain are presented to the
+					 * upstream; NULL: none */
 	int		 allow_method_override;	/* pass, inject: a request may
 					 * carry X-HTTP-Method-Override and
 					 * the like (policy_request_refusal) */

@@ -48,6 +48,25 @@ field_value_ok(const char *s)
 	return 1;
 }
 
+/* The length of the secret name at s: [A-Za-z0-9._-] (any length). */
+static size_t
+secret_name_len(const char *s)
+{
+	size_t n;
+
+	for (n = 0; isalnum((unsigned char)s[n]) || s[n] == '.' ||
+	    s[n] == '_' || s[n] == '-'; n++)
+		;
+	return n;
+}
+
+/* Whether s[0..len) is a whole secret name, 1 to 64 of [A-Za-z0-9._-]. */
+static int
+secret_name_ok(const char *s, size_t len)
+{
+	return len >= 1 && len <= SECRET_NAME_MAX && secret_name_len(s) == len;
+}
+
 /*
  * Checks {{secret:NAME}} and {{secret:NAME | base64}} placeholders (spaces
  * allowed inside the braces).  Returns NULL or why the template is bad.
@@ -71,9 +90,7 @@ template_check(const char *s)
 		if (strncmp(q, "secret:", 7) != 0)
 			return "'{{' must open {{secret:NAME}}";
 		q += 7;
-		for (n = 0; isalnum((unsigned char)q[n]) || q[n] == '.' ||
-		    q[n] == '_' || q[n] == '-'; n++)
-			;
+		n = secret_name_len(q);
 		if (n == 0 || n > SECRET_NAME_MAX)
 			return "a secret name is 1 to 64 of [A-Za-z0-9._-]";
 		q += n;
@@ -592,7 +609,8 @@ static void
 parse_upstream(struct ycheck *x, const struct ynode *m,
     struct intercept_rule *r)
 {
-	static const char *const keys[] = { "ca", "pin_sha256", NULL };
+	static const char *const keys[] = { "ca", "pin_sha256", "client_cert",
+	    NULL };
 	const struct ynode *n, *it;
 	unsigned char bin[32];
 	size_t i, binlen;
@@ -604,12 +622,26 @@ parse_upstream(struct ycheck *x, const struct ynode *m,
 		return;
 	}
 	ycheck_keys(x, m, "upstream", keys);
-	if (ynode_get(m, "ca") == NULL && ynode_get(m, "pin_sha256") == NULL)
-		ycheck_err(x, m->line, m->col, "'upstream' needs 'ca' or "
-		    "'pin_sha256'");
+	if (ynode_get(m, "ca") == NULL && ynode_get(m, "pin_sha256") == NULL &&
+	    ynode_get(m, "client_cert") == NULL)
+		ycheck_err(x, m->line, m->col, "'upstream' needs 'ca', "
+		    "'pin_sha256' or 'client_cert'");
 	if ((n = ynode_get(m, "ca")) != NULL && ycheck_string(x, n,
 	    "upstream.ca"))
 		dup_string(x, n->scalar, &r->upstream_ca);
+	if ((n = ynode_get(m, "client_cert")) != NULL &&
+	    ycheck_string(x, n, "upstream.client_cert")) {
+		if (!secret_name_ok(n->scalar, n->scalar_len))
+			ycheck_err(x, n->line, n->col, "'upstream.client_cert': "
+			    "'%s' is not a secret name (1 to 64 of "
+			    "[A-Za-z0-9._-])", yesc(n->scalar, e, sizeof(e)));
+		else if (r->action != ICPT_PASS && r->action != ICPT_INJECT)
+			ycheck_err(x, n->line, n->col, "'upstream.client_cert' "
+			    "is for pass and inject rules (a forward rule's "
+			    "upstream is the proxy, a deny rule has none)");
+		else
+			dup_string(x, n->scalar, &r->client_cert);
+	}
 	if ((n = ynode_get(m, "pin_sha256")) == NULL)
 		return;
 	if (n->kind != YNODE_SEQ || n->n == 0) {

@@ -88,7 +88,13 @@ icpt_req_release(struct icpt_req *r)
 int
 icpt_req_redacts(const struct icpt_req *r)
 {
-	return r->nsecrets > 0 || r->tok != NULL;
+	size_t i;
+
+	/* A client certificate's secret has no form to look for. */
+	for (i = 0; i < r->nsecrets; i++)
+		if (r->secrets[i]->nforms > 0)
+			return 1;
+	return r->tok != NULL;
 }
 
 /* ---- what only a request under way holds ---------------------------- */

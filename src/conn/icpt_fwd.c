@@ -247,7 +247,7 @@ icpt_fwd_head(struct icpt *ic, const struct http_head *h,
 	long n, tlen = 0;
 	int r = -1;
 
-	if (icpt_prepare_up(ic, h, rule) != 0)
+	if (icpt_prepare_up(ic, h, rule, NULL) != 0)
 		return -1;
 	snprintf(ic->cur.to, sizeof(ic->cur.to), "%s:%u", rule->forward_host,
 	    rule->forward_port);

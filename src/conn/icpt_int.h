@@ -11,6 +11,7 @@
 
 #include "util/names.h"
 #include "util/redact.h"
+#include "loop/upool.h"
 
 struct bufferevent;
 struct conn;
@@ -21,6 +22,7 @@ struct http_resps;
 struct http_resp_head;
 struct intercept_rule;
 struct redactor;
+struct inject;
 struct secret;
 struct resolve_req;
 struct icpt_fwd;
@@ -36,6 +38,7 @@ struct http_head;
  */
 #define ICPT_PARK_MS		100
 #define ICPT_MAX_SECRETS	4	/* INJECT_MAX_SECRETS */
+#define ICPT_TLS_KEY		UPOOL_TLS_MAX
 /*
  * After our FIN, the sandbox's bytes are read and dropped until its own
  * FIN, for this long and this many bytes at most: closing a socket with
@@ -138,7 +141,7 @@ struct icpt {
 	struct bufferevent *under;	/* the sandbox's socket */
 	struct bufferevent *down;	/* TLS over it, towards the sandbox */
 	struct bufferevent *up;		/* TLS to the upstream, once needed */
-	char		 up_ca[256];	/* CA file the upstream was verified by */
+	char		 up_tls[ICPT_TLS_KEY];	/* what it was made with (icpt_up_tls_key) */
 	struct http_reqs *reqs;
 	struct http_resps *resps;
 	struct icpt_refusal refusal;
@@ -333,7 +336,7 @@ void	icpt_pump_requests(struct icpt *ic);
  * queue (with what it owns), returned.
  */
 int	icpt_prepare_up(struct icpt *ic, const struct http_head *h,
-	    const struct intercept_rule *rule);
+	    const struct intercept_rule *rule, struct inject *inj);
 struct icpt_req *icpt_enqueue(struct icpt *ic, const struct http_head *h);
 
 /* icpt_fwd.c: forward rules. */
@@ -393,7 +396,16 @@ int	icpt_pins_ok(struct icpt *ic);
  * once, else a new connection, checked once connected.  Returns NULL, or
  * why it failed after answering the sandbox.
  */
-const char *icpt_up_open(struct icpt *ic, const struct intercept_rule *rule);
+const char *icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
+	    const struct secret *cert, const char *tls);
+/*
+ * What an upstream connection for rule is made with, as one string: the
+ * CA file it is verified by, a newline, and the client certificate it
+ * presents (cert: "name@fingerprint"; NULL: none), so that a pooled or
+ * kept connection is reused only for the same.
+ */
+void	icpt_up_tls_key(const struct intercept_rule *rule,
+	    const struct secret *cert, char out[ICPT_TLS_KEY]);
 /*
  * The upstream failed before answering the oldest request in the queue:
  * the sandbox gets status (detail may be NULL), the request its record,

@@ -27,6 +27,7 @@
 #include "parse/httpwrite.h"
 #include "conf/policy.h"
 #include "keys/inject.h"
+#include "keys/pemkey.h"
 #include "keys/secrets.h"
 #include "audit/arec.h"
 #include "audit/audit.h"
@@ -284,7 +285,7 @@ audit_injected(struct icpt *ic, const struct inject *inj)
 	arec_str(rec, "method", ic->cur.method);
 	arec_str(rec, "host", c->name);
 	arec_str(rec, "path", ic->cur.path);
-	arec_str(rec, "action", "inject");
+	arec_str(rec, "action", ic->cur.action);
 	arec_str(rec, "reason", ic->cur.reason);
 	arec_str(rec, "rule", ic->cur.rule);
 	arec_str(rec, "rid", ic->cur.rid);
@@ -305,14 +306,66 @@ audit_injected(struct icpt *ic, const struct inject *inj)
 	return 0;
 }
 
+/*
+ * The client certificate rule presents upstream, in *out (NULL: none),
+ * noted in inj as a secret the request gets; -1 after refusing.
+ */
+static int
+client_cert(struct icpt *ic, const struct intercept_rule *rule,
+    struct inject *inj, const struct secret **out)
+{
+	struct conn *c = ic->c;
+	const struct secret *s;
+	char detail[160];
+
+	*out = NULL;
+	if (rule->client_cert == NULL)
+		return 0;
+	if (c->l->secrets == NULL) {
+		icpt_refuse(ic, 403, "denied", "secrets-off", "sluice: this "
+		    "gateway has no secret store (gateway_key, secret_dir)", 0);
+		return -1;
+	}
+	s = secret_set_find(c->l->st->secrets, rule->client_cert,
+	    strlen(rule->client_cert));
+	if (s == NULL) {
+		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
+		    "not available", rule->client_cert);
+		icpt_refuse(ic, 503, "unavailable", "secret-unavailable", detail,
+		    0);
+		return -1;
+	}
+	if (s->pem == NULL || s->pem->leaf == NULL) {
+		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
+		    "not a client certificate", s->name);
+		icpt_refuse(ic, 500, "internal", "secret-kind", detail, 0);
+		return -1;
+	}
+	if (!secret_bound(s, c->name)) {
+		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
+		    "not bound to this host", s->name);
+		icpt_refuse(ic, 403, "denied", "secret-host-binding", detail, 0);
+		return -1;
+	}
+	if (inj == NULL || inject_add_used(inj, s) != 0) {
+		icpt_refuse(ic, 500, "internal", "secret-too-large", "sluice: "
+		    "too many secrets for one request", 0);
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
 int
 icpt_prepare_up(struct icpt *ic, const struct http_head *h,
-    const struct intercept_rule *rule)
+    const struct intercept_rule *rule, struct inject *inj)
 {
 	int fwd = rule->action == ICPT_FORWARD;
 	const char *host = fwd ? rule->forward_host : ic->c->name, *why;
 	unsigned port = fwd ? rule->forward_port : ic->c->upport ?
 	    ic->c->upport : ic->c->dst_port;
+	const struct secret *cert;
+	char tls[ICPT_TLS_KEY];
 
 	/*
 	 * The answer is expected only once the head is committed
@@ -324,12 +377,15 @@ icpt_prepare_up(struct icpt *ic, const struct http_head *h,
 		icpt_refuse(ic, 400, "refused", "too-many-pipelined", NULL, 1);
 		return -1;
 	}
-	if (ic->up != NULL && (strcmp(ic->up_ca, rule->upstream_ca ?
-	    rule->upstream_ca : "") != 0 || strcmp(ic->up_host, host) != 0 ||
-	    ic->up_port != port)) {
+	if (client_cert(ic, rule, inj, &cert) != 0)
+		return -1;
+	icpt_up_tls_key(rule, cert, tls);
+	if (ic->up != NULL && (strcmp(ic->up_tls, tls) != 0 ||
+	    strcmp(ic->up_host, host) != 0 || ic->up_port != port)) {
 		/*
-		 * Another upstream (a forward rule's proxy, another CA): the
-		 * one in use goes once nothing is owed on it.
+		 * Another upstream (a forward rule's proxy, another CA or
+		 * client certificate, or the certificate rotated): the one in
+		 * use goes once nothing is owed on it.
 		 * XXX a pipelined request to another upstream is refused.
 		 */
 		if (ic->qn > 0 || ic->rs != RS_READY ||
@@ -348,7 +404,7 @@ icpt_prepare_up(struct icpt *ic, const struct http_head *h,
 	 */
 	if (ic->up == NULL) {
 		icpt_pins_set(ic, rule);
-		if ((why = icpt_up_open(ic, rule)) != NULL) {
+		if ((why = icpt_up_open(ic, rule, cert, tls)) != NULL) {
 			ic->cur.status = 502;	/* icpt_up_open answered it */
 			ic->cur.action = "error";
 			ic->cur.reason = why;
@@ -422,7 +478,7 @@ forward_head(struct icpt *ic, const struct http_head *h,
 	size_t i;
 	long n;
 
-	if (icpt_prepare_up(ic, h, rule) != 0)
+	if (icpt_prepare_up(ic, h, rule, inj) != 0)
 		return -1;
 	/*
 	 * Written in place at the end of the upstream's queue: no copy.  An
@@ -490,11 +546,13 @@ take_head(struct icpt *ic, const struct http_head *h)
 
 	memset(&inj, 0, sizeof(inj));
 	rule = judge(ic, h, target, sizeof(target), &inj, &wipe);
+	/* A client certificate is a credential the request gets, like a header. */
 	if (rule != NULL && rule->action == ICPT_FORWARD)
 		icpt_fwd_head(ic, h, rule, target);
 	else if (rule != NULL)
 		forward_head(ic, h, rule, target,
-		    rule->action == ICPT_INJECT ? &inj : NULL);
+		    rule->action == ICPT_INJECT || rule->client_cert != NULL ?
+		    &inj : NULL);
 	if (wipe > 0)
 		sodium_memzero(loop_scratch(ic->c->l), wipe);
 	inject_release(&inj);	/* what forward_head did not take */

@@ -27,6 +27,7 @@
 #include "parse/httpresp.h"
 #include "conf/config.h"
 #include "conf/policy.h"
+#include "keys/secrets.h"
 #include "keys/tlsup.h"
 #include "loop/loop.h"
 #include "loop/resolve.h"
@@ -260,8 +261,18 @@ proxy_resolved_cb(int err, const struct resolve_answer *ans, void *arg)
 	icpt_step(ic);
 }
 
+void
+icpt_up_tls_key(const struct intercept_rule *rule, const struct secret *cert,
+    char out[ICPT_TLS_KEY])
+{
+	snprintf(out, ICPT_TLS_KEY, "%s\n%s%s%s", rule->upstream_ca ?
+	    rule->upstream_ca : "", cert != NULL ? cert->name : "",
+	    cert != NULL ? "@" : "", cert != NULL ? cert->fp : "");
+}
+
 const char *
-icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
+icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
+    const struct secret *cert, const char *tls)
 {
 	struct conn *c = ic->c;
 	const struct config *cfg = c->l->cfg;
@@ -271,6 +282,7 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 	    (cfg->timeouts.idle % 1000) * 1000 };
 	struct resolve_answer ans;
 	int fwd = rule->action == ICPT_FORWARD, r;
+	struct tlsup_client client = { NULL, NULL };
 	char err[256];
 	SSL_CTX *ctx;
 	SSL *ssl = NULL;
@@ -283,11 +295,10 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 	snprintf(ic->up_host, sizeof(ic->up_host), "%s", fwd ?
 	    rule->forward_host : c->name);
 	ic->up_port = fwd ? rule->forward_port : c->upport;
-	snprintf(ic->up_ca, sizeof(ic->up_ca), "%s", rule->upstream_ca ?
-	    rule->upstream_ca : "");
+	snprintf(ic->up_tls, sizeof(ic->up_tls), "%s", tls);
 	/* An idle connection this sandbox verified for this host will do. */
 	if ((ic->up = upool_get(c->l->upool, c->counter, ic->up_host,
-	    (uint16_t)ic->up_port, ic->up_ca)) != NULL) {
+	    (uint16_t)ic->up_port, ic->up_tls)) != NULL) {
 		bufferevent_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb,
 		    ic);
 		bufferevent_set_timeouts(ic->up, &idle, &idle);
@@ -304,8 +315,13 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule)
 		log_warnx("icpt", "%s", err);
 		return open_failed(ic, 502, "upstream-ca-unavailable", NULL);
 	}
-	if (tlsup_ssl_new(ctx, c->sb != NULL ? c->sb->id : NULL,
-	    ic->up_host, 0, ic->up_port, &ssl) != 0)
+	if (cert != NULL) {
+		client.id = strchr(tls, '\n') + 1;	/* "name@fingerprint" */
+		client.pem = cert->pem;
+	}
+	if (tlsup_ssl_new_as(ctx, c->sb != NULL ? c->sb->id : NULL,
+	    ic->up_host, 0, ic->up_port, cert != NULL ? &client : NULL,
+	    &ssl) != 0)
 		return open_failed(ic, 502, "upstream-tls-error", NULL);
 	ic->up = bufferevent_openssl_socket_new(c->l->base, -1, ssl,
 	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
@@ -348,7 +364,7 @@ icpt_up_drop(struct icpt *ic)
 {
 	if (up_idle(ic)) {
 		upool_put(ic->c->l->upool, ic->up, ic->c->counter, ic->up_host,
-		    (uint16_t)ic->up_port, ic->up_ca);
+		    (uint16_t)ic->up_port, ic->up_tls);
 		ic->up = NULL;
 	}
 	icpt_up_discard(ic);

@@ -154,6 +154,12 @@ inject_render(const struct intercept_rule *rule, const struct secret_set *set,
 	return INJECT_OK;
 }
 
+int
+inject_add_used(struct inject *inj, const struct secret *s)
+{
+	return note_used(inj, s);
+}
+
 void
 inject_release(struct inject *inj)
 {

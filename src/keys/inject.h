@@ -56,6 +56,11 @@ enum inject_result inject_render(const struct intercept_rule *rule,
 	    const struct secret_set *set, const char *host, char *buf,
 	    size_t len, size_t *used_len, struct inject *inj);
 void	inject_release(struct inject *inj);
+/*
+ * Notes s as used by the request too (a client certificate), with a
+ * reference, once; -1 when inj holds INJECT_MAX_SECRETS already.
+ */
+int	inject_add_used(struct inject *inj, const struct secret *s);
 
 /*
  * The first secret rule's templates name that set (may be NULL) holds as

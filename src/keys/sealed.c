@@ -19,13 +19,13 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <jansson.h>
 #include <sodium.h>
 
 #include "util/err.h"
 #include "util/keyfile.h"
 #include "util/names.h"
+#include "keys/pemkey.h"
 #include "keys/sealed.h"
 
 #define X25519_LEN	32
@@ -518,38 +518,18 @@ value_refusal(enum sealed_kind k, const uint8_t *v, size_t len)
 	return NULL;
 }
 
-/* A private key, then certificates if any, all of the PEM parsing. */
+/* A key, and if there are certificates, one of them the key's. */
 static int
 pem_check(const uint8_t *v, size_t len, const char **why)
 {
-	EVP_PKEY *pkey = NULL;
-	X509 *x;
-	BIO *b;
-	int r = SL_ERR_INVALID;
+	struct pemkey *k = NULL;
+	int r;
 
-	if ((b = BIO_new_mem_buf(v, (int)len)) == NULL) {
-		*why = "out of memory";
-		return SL_ERR_NOMEM;
-	}
-	/* No password callback: an encrypted key is refused, not prompted. */
-	if ((pkey = PEM_read_bio_PrivateKey(b, NULL, NULL, (void *)"")) == NULL) {
-		*why = "a pem value must hold an unencrypted private key";
-		goto out;
-	}
-	BIO_free(b);
-	/* Certificates may come before or after the key. */
-	if ((b = BIO_new_mem_buf(v, (int)len)) == NULL) {
-		*why = "out of memory";
-		r = SL_ERR_NOMEM;
-		goto out;
-	}
-	while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL)
-		X509_free(x);
-	r = 0;
- out:
-	EVP_PKEY_free(pkey);
-	BIO_free(b);
-	ERR_clear_error();
+	if ((r = pemkey_parse(v, len, &k, why)) == SL_ERR_INVALID)
+		*why = *why != NULL && strcmp(*why, "no unencrypted private "
+		    "key") == 0 ? "a pem value must hold an unencrypted "
+		    "private key" : *why;
+	pemkey_free(k);
 	return r;
 }
 

@@ -26,6 +26,7 @@
 #include "util/names.h"
 #include "util/redact.h"
 #include "conf/config.h"
+#include "keys/pemkey.h"
 #include "keys/sealed.h"
 #include "keys/secrets.h"
 
@@ -46,6 +47,7 @@ secret_unref(struct secret *s)
 	if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
 		return;
 	sodium_free(s->mem);		/* wipes it */
+	pemkey_free(s->pem);
 	free(s->hosts);
 	free(s);
 }
@@ -63,6 +65,7 @@ secret_fill(struct secret *s, const struct sealed_secret *o,
     const uint8_t *fpkey)
 {
 	uint8_t fp[SECRET_FP_HEX / 2];
+	const char *w;
 	size_t flen = 0, i;
 	int n;
 
@@ -86,6 +89,9 @@ secret_fill(struct secret *s, const struct sealed_secret *o,
 		s->nforms = (size_t)n;
 	}
 	sodium_mprotect_readonly(s->mem);
+	if (o->kind == SEALED_KIND_PEM &&
+	    pemkey_parse(s->value, s->value_len, &s->pem, &w) != 0)
+		return SL_ERR_INVALID;
 	crypto_generichash(fp, sizeof(fp), s->value, s->value_len, fpkey,
 	    crypto_generichash_KEYBYTES);
 	sodium_bin2hex(s->fp, sizeof(s->fp), fp, sizeof(fp));

@@ -22,6 +22,7 @@
 #include "keys/sealed.h"
 
 struct config;
+struct pemkey;
 
 #define SECRET_FP_HEX	32	/* hex digits of a fingerprint */
 #define SECRET_WHY_MAX	192
@@ -47,6 +48,7 @@ struct secret {
 	size_t		 value_len;
 	struct redact_pat forms[REDACT_MAX_FORMS];
 	size_t		 nforms;
+	struct pemkey	*pem;		/* a pem secret's key and certificates */
 };
 
 struct secret *secret_ref(struct secret *s);

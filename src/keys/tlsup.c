@@ -24,6 +24,7 @@
 #include <openssl/x509v3.h>
 
 #include "util/err.h"
+#include "keys/pemkey.h"
 #include "keys/tlsup.h"
 
 #define TLSUP_SESS_MAX	256	/* sandbox, host, port triples with a kept session, per context */
@@ -483,27 +484,55 @@ is_ip_literal(const char *s)
 }
 
 /*
- * The cache key of (sandbox, host, port), malloc'd: "port\nhost\n" then
- * 's' and the sandbox id, or 'u' for the sources no sandbox owns.  Neither
- * a port nor a host holds a newline, so two triples never share a key.
+ * The cache key of (sandbox, host, port, client), malloc'd: "port\nhost\n",
+ * the client certificate's id and "\n" (nothing for none), then 's' and
+ * the sandbox id, or 'u' for the sources no sandbox owns.  Neither a port,
+ * a host nor an id holds a newline, so two never share a key.
  */
 static char *
-sess_key(const char *sandbox, const char *host, unsigned port)
+sess_key(const char *sandbox, const char *host, unsigned port,
+    const char *client)
 {
 	size_t n = 5 + 1 + strlen(host) + 1 + 1 +
+	    (client != NULL ? strlen(client) + 2 : 0) +
 	    (sandbox != NULL ? strlen(sandbox) : 0) + 1;
 	char *k;
 
 	if ((k = malloc(n)) == NULL)
 		return NULL;
-	snprintf(k, n, "%u\n%s\n%c%s", port, host, sandbox != NULL ? 's' : 'u',
-	    sandbox != NULL ? sandbox : "");
+	snprintf(k, n, "%u\n%s\n%s%s%c%s", port, host,
+	    client != NULL ? client : "", client != NULL ? "\n" : "",
+	    sandbox != NULL ? 's' : 'u', sandbox != NULL ? sandbox : "");
 	return k;
+}
+
+/* The key, leaf and chain of client on ssl. */
+static int
+present(SSL *ssl, const struct tlsup_client *client)
+{
+	const struct pemkey *pk = client->pem;
+
+	if (pk == NULL || pk->leaf == NULL)
+		return SL_ERR_INVALID;
+	if (SSL_use_certificate(ssl, pk->leaf) != 1 ||
+	    SSL_use_PrivateKey(ssl, pk->key) != 1 ||
+	    (pk->chain != NULL && SSL_set1_chain(ssl, pk->chain) != 1))
+		return SL_ERR_INVALID;
+	return 0;
 }
 
 int
 tlsup_ssl_new(SSL_CTX *ctx, const char *sandbox, const char *host,
     int host_is_ip, unsigned port, SSL **out)
+{
+	return tlsup_ssl_new_as(ctx, sandbox, host, host_is_ip, port, NULL,
+	    out);
+}
+
+int
+tlsup_ssl_new_as(SSL_CTX *ctx, const char *sandbox, const char *host,
+    int host_is_ip, unsigned port, const struct tlsup_client *client,
+    SSL **out)
 {
 	struct sess_cache *c;
 	SSL_SESSION *sess = NULL;
@@ -514,13 +543,16 @@ tlsup_ssl_new(SSL_CTX *ctx, const char *sandbox, const char *host,
 
 	if (ctx == NULL || host == NULL || *host == '\0' || port == 0 ||
 	    port > 65535 || strchr(host, '\n') != NULL ||
-	    is_ip_literal(host) != (host_is_ip != 0))
+	    is_ip_literal(host) != (host_is_ip != 0) ||
+	    (client != NULL && (client->id == NULL ||
+	    strchr(client->id, '\n') != NULL)))
 		return SL_ERR_INVALID;
 	if ((c = SSL_CTX_get_ex_data(ctx, ctx_cache_idx)) == NULL)
 		return SL_ERR_INVALID;	/* not a tlsup context */
 	r = SL_ERR_NOMEM;
 	if ((ssl = SSL_new(ctx)) == NULL ||
-	    (key = sess_key(sandbox, host, port)) == NULL ||
+	    (key = sess_key(sandbox, host, port, client != NULL ?
+	    client->id : NULL)) == NULL ||
 	    SSL_set_ex_data(ssl, ssl_host_idx, key) != 1)
 		goto out;
 	k = key;
@@ -537,6 +569,8 @@ tlsup_ssl_new(SSL_CTX *ctx, const char *sandbox, const char *host,
 		    SSL_set1_host(ssl, host) != 1)
 			goto out;
 	}
+	if (client != NULL && present(ssl, client) != 0)
+		goto out;
 	SSL_set_connect_state(ssl);
 	/* A session that cannot be set only costs a full handshake. */
 	if ((sess = cache_take(c, k)) != NULL &&

@@ -7,6 +7,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+struct pemkey;
+
 /* A pin: base64 of SHA-256 over the DER SubjectPublicKeyInfo, and a NUL. */
 #define TLSUP_PIN_LEN	44
 #define TLSUP_PIN_BUFSZ	(TLSUP_PIN_LEN + 1)
@@ -73,6 +75,23 @@ int	tlsup_ctx(struct tlsup *t, const char *ca_file, SSL_CTX **out,
  */
 int	tlsup_ssl_new(SSL_CTX *ctx, const char *sandbox, const char *host,
 	    int host_is_ip, unsigned port, SSL **out);
+
+/*
+ * A client certificate to present: a pem secret's key, leaf and chain,
+ * and id, what tells it from others (its name and fingerprint, so that a
+ * rotation is another one).  Sessions are kept per (sandbox, host, port,
+ * id): a session made with a certificate is never resumed without it, nor
+ * one made without it with it.
+ */
+struct tlsup_client {
+	const char	*id;
+	const struct pemkey *pem;	/* with a leaf */
+};
+
+/* tlsup_ssl_new that presents client when the server asks (NULL: none). */
+int	tlsup_ssl_new_as(SSL_CTX *ctx, const char *sandbox, const char *host,
+	    int host_is_ip, unsigned port, const struct tlsup_client *client,
+	    SSL **out);
 
 /*
  * After a completed handshake: the chain and host verified, TLS 1.2 or

@@ -16,6 +16,7 @@
 #include "keys/ca.h"
 #include "keys/idkeys.h"
 #include "keys/inject.h"
+#include "keys/pemkey.h"
 #include "keys/secrets.h"
 #include "keys/tlsterm.h"
 #include "loop/state.h"
@@ -532,6 +533,17 @@ policy_secret_kinds(const struct policy *p, const struct secret_set *set,
 
 	for (i = 0; i < p->nintercepts; i++) {
 		r = &p->intercepts[i];
+		if (r->client_cert != NULL && (s = secret_set_find(set,
+		    r->client_cert, strlen(r->client_cert))) != NULL &&
+		    (s->pem == NULL || s->pem->leaf == NULL)) {
+			errlist_add(errs, p->file, r->line, 0, "%s: "
+			    "upstream.client_cert: the secret '%s' is %s; seal "
+			    "the key and its certificate chain with --kind pem",
+			    r->label, s->name, s->pem == NULL ? (s->kind ==
+			    SEALED_KIND_JSON ? "a json secret" : "a header "
+			    "secret") : "a key without a certificate");
+			bad = 1;
+		}
 		if (r->action != ICPT_INJECT ||
 		    (s = inject_wrong_kind(r, set)) == NULL)
 			continue;

@@ -145,8 +145,10 @@ int	state_seal(struct state *st, const struct state *prev,
 
 /*
  * Whether set (may be NULL) suits every policy of st, inline ones too: a
- * rule that would render a pem or json secret into a header template is
- * an error in errs (SL_ERR_INVALID).  state_seal checks st->secrets so.
+ * rule that would render a pem or json secret into a header template, or
+ * present as a client certificate a secret that is not a key with its
+ * certificate, is an error in errs (SL_ERR_INVALID).  state_seal checks
+ * st->secrets so.
  */
 int	state_check_secrets(const struct state *st,
 	    const struct secret_set *set, struct errlist *errs);

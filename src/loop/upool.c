@@ -19,7 +19,7 @@ struct upool_entry {
 	struct bufferevent *bev;
 	struct sb_counter *owner;	/* a reference */
 	char		 host[256];
-	char		 ca[256];
+	char		 tls[UPOOL_TLS_MAX];
 	uint16_t	 port;
 };
 
@@ -69,7 +69,7 @@ idle_event_cb(struct bufferevent *bev, short what, void *arg)
 
 void
 upool_put(struct upool *p, struct bufferevent *bev, struct sb_counter *owner,
-    const char *host, uint16_t port, const char *ca_file)
+    const char *host, uint16_t port, const char *tls)
 {
 	struct timeval idle = { UPOOL_IDLE_S, 0 };
 	struct upool_entry *e;
@@ -85,7 +85,7 @@ upool_put(struct upool *p, struct bufferevent *bev, struct sb_counter *owner,
 	e->owner = sb_counter_ref(owner);
 	e->port = port;
 	snprintf(e->host, sizeof(e->host), "%s", host);
-	snprintf(e->ca, sizeof(e->ca), "%s", ca_file ? ca_file : "");
+	snprintf(e->tls, sizeof(e->tls), "%s", tls ? tls : "");
 	TAILQ_INSERT_TAIL(&p->idle, e, link);
 	p->n++;
 	bufferevent_setcb(bev, idle_read_cb, NULL, idle_event_cb, e);
@@ -95,17 +95,17 @@ upool_put(struct upool *p, struct bufferevent *bev, struct sb_counter *owner,
 
 struct bufferevent *
 upool_get(struct upool *p, const struct sb_counter *owner, const char *host,
-    uint16_t port, const char *ca_file)
+    uint16_t port, const char *tls)
 {
 	struct upool_entry *e;
 	struct bufferevent *bev;
 
-	if (ca_file == NULL)
-		ca_file = "";
+	if (tls == NULL)
+		tls = "";
 	/* Newest first: the least likely to have been closed meanwhile. */
 	TAILQ_FOREACH_REVERSE(e, &p->idle, upool_list, link) {
 		if (e->owner != owner || e->port != port ||
-		    strcmp(e->host, host) != 0 || strcmp(e->ca, ca_file) != 0)
+		    strcmp(e->host, host) != 0 || strcmp(e->tls, tls) != 0)
 			continue;
 		bev = e->bev;
 		e->bev = NULL;

@@ -12,14 +12,17 @@ struct upool;
 
 #define UPOOL_MAX	64	/* idle connections a worker keeps */
 #define UPOOL_IDLE_S	30	/* how long one may wait for a new request */
+#define UPOOL_TLS_MAX	384	/* a TLS key's bytes, with the NUL */
 
 /*
  * One per worker (not thread-safe).  A connection is parked after its
  * last answer, with nothing pending either way, and handed out again only
  * to a connection of the same sandbox (the very counter: a sandbox deleted
- * and registered again is another one) for the same host, port and
- * upstream CA file, so a verified connection is never shared between
- * sandboxes.  A parked connection that speaks, closes or idles out is
+ * and registered again is another one) for the same host, port and TLS
+ * key (what the connection was made with: its CA file and client
+ * certificate, one string shorter than UPOOL_TLS_MAX), so a verified
+ * connection is never shared between sandboxes, nor one that presented a
+ * client certificate used where none is to be.  A parked connection that speaks, closes or idles out is
  * dropped; past UPOOL_MAX the oldest goes.
  */
 struct upool *upool_new(struct event_base *base);
@@ -28,10 +31,10 @@ void	upool_free(struct upool *p);		/* accepts NULL */
 /* Parks bev (the pool owns it from here on). */
 void	upool_put(struct upool *p, struct bufferevent *bev,
 	    struct sb_counter *owner, const char *host, uint16_t port,
-	    const char *ca_file);
+	    const char *tls);
 /* A parked connection for exactly that, taken out of the pool, or NULL. */
 struct bufferevent *upool_get(struct upool *p, const struct sb_counter *owner,
-	    const char *host, uint16_t port, const char *ca_file);
+	    const char *host, uint16_t port, const char *tls);
 size_t	upool_count(const struct upool *p);
 
 #endif

@@ -7,9 +7,11 @@ per listener, each connection in its own thread):
 
   upstream.py serve --state-dir DIR [--ready FILE] SPEC...
 
-  SPEC is NAME=KIND;LISTEN[,LISTEN...][;CERT;KEY]  with LISTEN 1.2.3.4:443 or
-  [fd00::1]:443.  KIND is
-    tls      TLS (CERT/KEY) then HTTP/1.1 with keep-alive
+  SPEC is NAME=KIND;LISTEN[,LISTEN...][;CERT;KEY[;CLIENTCA]]  with LISTEN
+  1.2.3.4:443 or [fd00::1]:443.  KIND is
+    tls      TLS (CERT/KEY) then HTTP/1.1 with keep-alive; with CLIENTCA a
+             client certificate from it is required (each request records
+             its CN as client_cn)
     http     plain HTTP/1.1 with keep-alive
     echo     raw TCP echo
     udp      counts datagrams, answers nothing
@@ -413,6 +415,18 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"%x\r\n" % len(part) + part + b"\r\n")
         self.wfile.write(b"0\r\n\r\n")
 
+    def _client_cn(self):
+        """The CN of the client certificate the connection presented, or
+        None."""
+        if not isinstance(self.connection, ssl.SSLSocket):
+            return None
+        cert = self.connection.getpeercert()
+        for rdn in (cert or {}).get("subject", ()):
+            for k, v in rdn:
+                if k == "commonName":
+                    return v
+        return None
+
     def _answer(self, body_wanted=True):
         st = self.server.state
         u = urllib.parse.urlsplit(self.path)
@@ -425,7 +439,8 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
         st.append("requests", {"method": self.command, "path": self.path,
                                "host": self.headers.get("Host", ""),
                                "headers": headers, "body_sha256": digest,
-                               "body_bytes": nbody, "chunked": chunked})
+                               "body_bytes": nbody, "chunked": chunked,
+                               "client_cn": self._client_cn()})
         if u.path == "/slow":
             time.sleep(int(q.get("ms", ["1000"])[0]) / 1000.0)
         if u.path == "/ws" and self.headers.get("Upgrade", "").lower() == "websocket":
@@ -661,6 +676,10 @@ def cmd_serve(a):
         if kind == "tls":
             sslctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             sslctx.load_cert_chain(parts[2], parts[3])
+            if len(parts) > 4 and parts[4]:
+                # mTLS: a client certificate from this CA, or no handshake
+                sslctx.verify_mode = ssl.CERT_REQUIRED
+                sslctx.load_verify_locations(cafile=parts[4])
 
             def on_sni(sslobj, sni, ctx, state=state):
                 state.append("sni", sni or "")

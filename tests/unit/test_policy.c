@@ -709,7 +709,8 @@ test_forward_upstream(void **state)
 	    "p.yaml:5:14: 'forward' needs 'to'");
 	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
 	    "    upstream: {}\n"),
-	    "p.yaml:6:15: 'upstream' needs 'ca' or 'pin_sha256'");
+	    "p.yaml:6:15: 'upstream' needs 'ca', 'pin_sha256' or "
+	    "'client_cert'");
 	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
 	    "    upstream: {pin_sha256: [\"AAAA\"]}\n"),
 	    "p.yaml:6:29: 'upstream.pin_sha256': 'AAAA' is not the base64 of "
@@ -721,6 +722,48 @@ test_forward_upstream(void **state)
 	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
 	    "    upstream: {pin_sha256: []}\n"),
 	    "'upstream.pin_sha256' must be a non-empty list");
+}
+
+static void
+test_client_cert(void **state)
+{
+	struct policy *p;
+
+	(void)state;
+	p = parse_ok(RULE("    match: {host: mtls.example}\n    action: pass\n"
+	    "    upstream: {client_cert: partner-cert.v2}\n"));
+	assert_string_equal(p->intercepts[0].client_cert, "partner-cert.v2");
+	assert_null(p->intercepts[0].upstream_ca);
+	policy_free(p);
+	p = parse_ok(RULE("    match: {host: mtls.example}\n"
+	    "    inject: {set: {x-key: \"{{secret:k}}\"}}\n"
+	    "    upstream: {client_cert: c, ca: /etc/ca.pem}\n"));
+	assert_string_equal(p->intercepts[0].client_cert, "c");
+	assert_string_equal(p->intercepts[0].upstream_ca, "/etc/ca.pem");
+	policy_free(p);
+	p = parse_ok(RULE("    match: {host: mtls.example}\n    action: pass\n"));
+	assert_null(p->intercepts[0].client_cert);
+	policy_free(p);
+	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
+	    "    upstream: {client_cert: \"a b\"}\n"),
+	    "p.yaml:6:29: 'upstream.client_cert': 'a b' is not a secret name");
+	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
+	    "    upstream: {client_cert: \"\"}\n"),
+	    "is not a secret name");
+	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
+	    "    upstream: {client_cert: "
+	    "x1234567890123456789012345678901234567890123456789012345678901234}\n"),
+	    "is not a secret name");
+	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
+	    "    upstream: {client_cert: [a]}\n"),
+	    "'upstream.client_cert' must be a single value, not a list");
+	expect_error(RULE("    match: {host: a.example}\n    action: deny\n"
+	    "    upstream: {client_cert: c}\n"),
+	    "'upstream.client_cert' is for pass and inject rules");
+	expect_error(RULE("    match: {host: a.example}\n"
+	    "    forward: {to: \"https://proxy.example\"}\n"
+	    "    upstream: {client_cert: c}\n"),
+	    "'upstream.client_cert' is for pass and inject rules");
 }
 
 static void
@@ -1325,6 +1368,7 @@ main(void)
 		cmocka_unit_test(test_templates_ok),
 		cmocka_unit_test(test_paths_ok),
 		cmocka_unit_test(test_forward_upstream),
+		cmocka_unit_test(test_client_cert),
 		cmocka_unit_test(test_allow_method_override),
 		cmocka_unit_test(test_every_error_reported),
 		cmocka_unit_test(test_load_errors),

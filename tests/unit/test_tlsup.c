@@ -24,6 +24,7 @@
 #include <openssl/x509v3.h>
 
 #include "util/err.h"
+#include "keys/pemkey.h"
 #include "keys/tlsup.h"
 
 #define DAY	86400L
@@ -855,6 +856,180 @@ t_resume_tls12(void **state)
 	check_resumption(*state, TLS1_2_VERSION);
 }
 
+/* Accepts any client certificate: the test looks at which one came. */
+static int
+accept_any(int ok, X509_STORE_CTX *x)
+{
+	(void)ok;
+	(void)x;
+	return 1;
+}
+
+/* A pemkey of a new key and a certificate for it by root, via PEM text. */
+static struct pemkey *
+client_pem(struct fx *f, const char *cn)
+{
+	EVP_PKEY *k = make_key();
+	X509 *x = make_cert(k, cn, NULL, 0, f->root, f->root_key, 0, 3600);
+	struct pemkey *pk = NULL;
+	const char *why = NULL;
+	BIO *b = BIO_new(BIO_s_mem());
+	char *data;
+	long n;
+
+	assert_non_null(b);
+	/* The chain first, then the leaf, then the key: any order does. */
+	assert_int_equal(PEM_write_bio_X509(b, f->root), 1);
+	assert_int_equal(PEM_write_bio_X509(b, x), 1);
+	assert_int_equal(PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL,
+	    NULL), 1);
+	n = BIO_get_mem_data(b, &data);
+	if (pemkey_parse((const uint8_t *)data, (size_t)n, &pk, &why) != 0)
+		fail_msg("pemkey_parse: %s", why);
+	assert_non_null(pk->leaf);
+	assert_int_equal(X509_cmp(pk->leaf, x), 0);
+	assert_int_equal(sk_X509_num(pk->chain), 1);
+	BIO_free(b);
+	X509_free(x);
+	EVP_PKEY_free(k);
+	return pk;
+}
+
+/* The CN of the certificate the server got, or "" for none. */
+static void
+peer_cn(SSL *s, char *buf, size_t len)
+{
+	X509 *x = SSL_get0_peer_certificate(s);
+
+	buf[0] = '\0';
+	if (x != NULL)
+		X509_NAME_get_text_by_NID(X509_get_subject_name(x),
+		    NID_commonName, buf, (int)len);
+}
+
+/*
+ * A client certificate is presented when the server asks, and sessions
+ * made with one are never resumed without it, or with another.
+ */
+static void
+t_client_cert(void **state)
+{
+	struct fx *f = *state;
+	SSL_CTX *s = server_ctx(f->good, f->key, 0, NULL);
+	struct pemkey *a = client_pem(f, "client-a"), *b = client_pem(f, "b");
+	struct tlsup_client ca = { "a@1", a }, cb = { "b@1", b };
+	struct tlsup_client bad = { "x\ny", a };
+	struct link l;
+	SSL *other = NULL;
+	char cn[64];
+	int i;
+
+	SSL_CTX_set_verify(s, SSL_VERIFY_PEER, accept_any);
+	/* a server that asks for certificates and resumes must name its sessions */
+	assert_int_equal(SSL_CTX_set_session_id_context(s,
+	    (const unsigned char *)"t", 1), 1);
+	for (i = 0; i < 2; i++) {
+		memset(&l, 0, sizeof(l));
+		assert_int_equal(tlsup_ssl_new_as(f->cctx, "sb1", "up.test", 0,
+		    443, &ca, &l.c), 0);
+		assert_non_null(l.s = SSL_new(s));
+		l.ok = handshake(l.c, l.s, &l.cerr);
+		if (!l.ok)
+			fail_msg("handshake: %s", ERR_error_string(l.cerr, NULL));
+		assert_int_equal(SSL_session_reused(l.c), i == 1);
+		peer_cn(l.s, cn, sizeof(cn));
+		/* a resumed session carries the certificate it was made with */
+		assert_string_equal(cn, "client-a");
+		client_drain(&l);
+		link_close(&l);
+	}
+	/* without a certificate, or with another: no session of a's */
+	assert_int_equal(tlsup_ssl_new(f->cctx, "sb1", "up.test", 0, 443,
+	    &other), 0);
+	assert_null(SSL_get_session(other));
+	SSL_free(other);
+	assert_int_equal(tlsup_ssl_new_as(f->cctx, "sb1", "up.test", 0, 443,
+	    &cb, &other), 0);
+	assert_null(SSL_get_session(other));
+	SSL_free(other);
+	link_open(&l, f->cctx, s, "up.test", 0);
+	assert_true(l.ok);
+	assert_false(SSL_session_reused(l.c));
+	peer_cn(l.s, cn, sizeof(cn));
+	assert_string_equal(cn, "");
+	client_drain(&l);
+	link_close(&l);
+	/* an id with a newline, a pem without a leaf */
+	assert_int_equal(tlsup_ssl_new_as(f->cctx, "sb1", "up.test", 0, 443,
+	    &bad, &other), SL_ERR_INVALID);
+	bad.id = "k";
+	bad.pem = NULL;
+	assert_int_equal(tlsup_ssl_new_as(f->cctx, "sb1", "up.test", 0, 443,
+	    &bad, &other), SL_ERR_INVALID);
+	pemkey_free(a);
+	pemkey_free(b);
+	SSL_CTX_free(s);
+}
+
+/* What a pem secret must be to parse. */
+static void
+t_pemkey_refusals(void **state)
+{
+	struct fx *f = *state;
+	struct pemkey *pk = NULL;
+	const char *why = NULL;
+	BIO *b;
+	char *data;
+	long n;
+	int i;
+
+	assert_int_equal(pemkey_parse((const uint8_t *)"x", 1, &pk, &why),
+	    SL_ERR_INVALID);
+	assert_string_equal(why, "no unencrypted private key");
+	/* a key alone: no leaf */
+	assert_non_null(b = BIO_new(BIO_s_mem()));
+	assert_int_equal(PEM_write_bio_PrivateKey(b, f->key, NULL, NULL, 0,
+	    NULL, NULL), 1);
+	n = BIO_get_mem_data(b, &data);
+	assert_int_equal(pemkey_parse((const uint8_t *)data, (size_t)n, &pk,
+	    &why), 0);
+	assert_null(pk->leaf);
+	assert_null(pk->chain);
+	pemkey_free(pk);
+	/* a certificate that is not the key's */
+	assert_int_equal(PEM_write_bio_X509(b, f->root), 1);
+	n = BIO_get_mem_data(b, &data);
+	assert_int_equal(pemkey_parse((const uint8_t *)data, (size_t)n, &pk,
+	    &why), SL_ERR_INVALID);
+	assert_string_equal(why, "no certificate is the private key's");
+	/* the key's own (good is f->key's), twice */
+	assert_int_equal(PEM_write_bio_X509(b, f->good), 1);
+	n = BIO_get_mem_data(b, &data);
+	assert_int_equal(pemkey_parse((const uint8_t *)data, (size_t)n, &pk,
+	    &why), 0);
+	assert_int_equal(X509_cmp(pk->leaf, f->good), 0);
+	pemkey_free(pk);
+	assert_int_equal(PEM_write_bio_X509(b, f->good), 1);
+	n = BIO_get_mem_data(b, &data);
+	assert_int_equal(pemkey_parse((const uint8_t *)data, (size_t)n, &pk,
+	    &why), SL_ERR_INVALID);
+	assert_string_equal(why, "two certificates are the private key's");
+	BIO_free(b);
+	/* more than 8 beside the leaf */
+	assert_non_null(b = BIO_new(BIO_s_mem()));
+	assert_int_equal(PEM_write_bio_PrivateKey(b, f->key, NULL, NULL, 0,
+	    NULL, NULL), 1);
+	assert_int_equal(PEM_write_bio_X509(b, f->good), 1);
+	for (i = 0; i < PEMKEY_MAX_CHAIN + 1; i++)
+		assert_int_equal(PEM_write_bio_X509(b, f->root), 1);
+	n = BIO_get_mem_data(b, &data);
+	assert_int_equal(pemkey_parse((const uint8_t *)data, (size_t)n, &pk,
+	    &why), SL_ERR_INVALID);
+	assert_string_equal(why, "more than 8 certificates beside the leaf");
+	BIO_free(b);
+	pemkey_free(NULL);
+}
+
 /* An SSL keeps working after its tlsup is gone (ASan would object). */
 static void
 t_ssl_outlives_tlsup(void **state)
@@ -916,6 +1091,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(t_resume_tls13, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(t_resume_tls12, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(t_client_cert, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_pemkey_refusals, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(t_ssl_outlives_tlsup, setup,
 		    teardown),
