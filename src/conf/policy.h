@@ -51,6 +51,8 @@ struct intercept_rule {
 				 * values are templates: text with
 				 * {{secret:NAME}} or {{secret:NAME | base64}} */
 	char		**inject_remove; size_t ninject_remove;	/* lowercased */
+	int		 keep_cookies;	/* inject: the answer's Set-Cookie
+					 * reaches the sandbox (else dropped) */
 	char		*forward_to;	/* https URL */
 	char		*forward_audience;	/* default: to's origin */
 	char		 forward_host[NAME_BUFSZ + 2];	/* of to, normalised */

@@ -521,6 +521,21 @@ parse_inject_remove(struct ycheck *x, const struct ynode *s,
 	}
 }
 
+/* A true or false at n into *out; 0, or -1 after reporting. */
+static int
+parse_flag(struct ycheck *x, const struct ynode *n, const char *path,
+    int *out)
+{
+	if (!ycheck_string(x, n, path))
+		return -1;
+	if (strcmp(n->scalar, "true") == 0 || strcmp(n->scalar, "false") == 0) {
+		*out = n->scalar[0] == 't';
+		return 0;
+	}
+	ycheck_err(x, n->line, n->col, "'%s' must be true or false", path);
+	return -1;
+}
+
 static int
 nonempty(const struct ynode *n)
 {
@@ -531,7 +546,8 @@ static void
 parse_inject(struct ycheck *x, const struct ynode *m,
     struct intercept_rule *r)
 {
-	static const char *const keys[] = { "set", "remove", NULL };
+	static const char *const keys[] = { "set", "remove", "keep_cookies",
+	    NULL };
 	const struct ynode *n;
 
 	r->action = ICPT_INJECT;
@@ -544,6 +560,8 @@ parse_inject(struct ycheck *x, const struct ynode *m,
 		parse_inject_set(x, n, r);
 	if ((n = ynode_get(m, "remove")) != NULL)
 		parse_inject_remove(x, n, r);
+	if ((n = ynode_get(m, "keep_cookies")) != NULL)
+		parse_flag(x, n, "inject.keep_cookies", &r->keep_cookies);
 	if (!nonempty(ynode_get(m, "set")) && !nonempty(ynode_get(m, "remove")))
 		ycheck_err(x, m->line, m->col, "'inject' needs 'set' or "
 		    "'remove' with at least one header");
@@ -575,14 +593,8 @@ parse_forward(struct ycheck *x, const struct ynode *m,
 		else
 			dup_string(x, n->scalar, &r->forward_to);
 	}
-	if ((n = ynode_get(m, "body_hash")) != NULL &&
-	    ycheck_string(x, n, "forward.body_hash")) {
-		if (strcmp(n->scalar, "true") == 0)
-			r->forward_body_hash = 1;
-		else if (strcmp(n->scalar, "false") != 0)
-			ycheck_err(x, n->line, n->col, "'forward.body_hash' must "
-			    "be true or false");
-	}
+	if ((n = ynode_get(m, "body_hash")) != NULL)
+		parse_flag(x, n, "forward.body_hash", &r->forward_body_hash);
 	if ((n = ynode_get(m, "audience")) == NULL) {
 		/* The token's audience: the proxy's origin. */
 		char origin[NAME_BUFSZ + 16];
@@ -681,15 +693,9 @@ static void
 parse_allow_override(struct ycheck *x, const struct ynode *n,
     struct intercept_rule *r)
 {
-	if (!ycheck_string(x, n, "allow_method_override"))
+	if (parse_flag(x, n, "allow_method_override",
+	    &r->allow_method_override) != 0)
 		return;
-	if (strcmp(n->scalar, "true") == 0)
-		r->allow_method_override = 1;
-	else if (strcmp(n->scalar, "false") != 0) {
-		ycheck_err(x, n->line, n->col, "'allow_method_override' must "
-		    "be true or false");
-		return;
-	}
 	if (r->allow_method_override && (r->action == ICPT_FORWARD ||
 	    r->action == ICPT_DENY))
 		ycheck_err(x, n->line, n->col, "'allow_method_override' is for "

@@ -64,6 +64,7 @@ struct icpt_req {
 	/* Injected: the secrets it got (references), and what came back. */
 	struct secret	*secrets[ICPT_MAX_SECRETS];
 	size_t		 nsecrets;
+	int		 drop_cookies;	/* its answer's Set-Cookie goes */
 	char		 rid[40];	/* links its request and response records */
 	uint64_t	 redacted_head, redacted_body;
 	/* Forwarded: its identity token, to take out of the answer. */

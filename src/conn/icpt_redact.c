@@ -97,15 +97,27 @@ emit_cb(void *arg, const uint8_t *p, size_t len)
 	return evbuffer_add(arg, p, len);
 }
 
+/* Whether the head line p[0..n) is one the sandbox does not get. */
+static int
+line_dropped(const char *p, size_t n, int reframe, int cookies)
+{
+	if (reframe && (ascii_prefix(p, n, "content-length:") ||
+	    ascii_prefix(p, n, "transfer-encoding:")))
+		return 1;
+	return cookies && (ascii_prefix(p, n, "set-cookie:") ||
+	    ascii_prefix(p, n, "set-cookie2:"));
+}
+
 /*
  * Writes rh's head for the sandbox into out through the redactor (reset
  * for this response already); with reframe, its Content-Length and
- * Transfer-Encoding give way to "Transfer-Encoding: chunked".  A value
- * never holds CR or LF, so the head is one stream.
+ * Transfer-Encoding give way to "Transfer-Encoding: chunked", and with
+ * cookies its Set-Cookie lines go.  A value never holds CR or LF, so the
+ * head is one stream.
  */
 static int
 redact_head(struct redactor *red, const struct http_resp_head *rh,
-    int reframe, struct evbuffer *out)
+    int reframe, int cookies, struct evbuffer *out)
 {
 	const char *p = rh->out, *end = rh->out + rh->out_len, *eol;
 
@@ -113,9 +125,7 @@ redact_head(struct redactor *red, const struct http_resp_head *rh,
 		eol++;
 		if (eol - p == 2)	/* the empty line */
 			break;
-		if (!(reframe && (ascii_prefix(p, (size_t)(eol - p),
-		    "content-length:") || ascii_prefix(p, (size_t)(eol - p),
-		    "transfer-encoding:"))) &&
+		if (!line_dropped(p, (size_t)(eol - p), reframe, cookies) &&
 		    redactor_feed(red, (const uint8_t *)p, (size_t)(eol - p),
 		    emit_cb, out) != 0)
 			return -1;
@@ -157,7 +167,8 @@ icpt_redact_head(struct icpt *ic, struct icpt_req *r,
 	    NULL && (ic->red = redactor_new()) == NULL) ||
 	    (ic->red_buf == NULL && (ic->red_buf = evbuffer_new()) == NULL) ||
 	    redactor_reset(ic->red, pats, npats) != 0 ||
-	    redact_head(ic->red, rh, reframe, ic->red_buf) != 0) {
+	    redact_head(ic->red, rh, reframe, r->drop_cookies,
+	    ic->red_buf) != 0) {
 		icpt_end(ic, "out-of-memory");
 		return -1;
 	}

@@ -523,6 +523,8 @@ forward_head(struct icpt *ic, const struct http_head *h,
 	for (i = 0; inj != NULL && i < inj->nused; i++)
 		q->secrets[i] = inj->used[i];
 	q->nsecrets = inj != NULL ? inj->nused : 0;
+	/* A cookie set in answer to a credential is the credential's. */
+	q->drop_cookies = rule->action == ICPT_INJECT && !rule->keep_cookies;
 	if (inj != NULL) {
 		inj->nused = 0;	/* transferred */
 		icpt_up_release(ic);	/* unless it waits for its record */

@@ -151,6 +151,8 @@ inject_render(const struct intercept_rule *rule, const struct secret_set *set,
 	}
 	for (i = 0; i < rule->ninject_remove; i++)
 		inj->drop[inj->ndrop++] = rule->inject_remove[i];
+	inj->drop[inj->ndrop++] = "range";
+	inj->drop[inj->ndrop++] = "if-range";
 	return INJECT_OK;
 }
 

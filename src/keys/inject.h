@@ -33,8 +33,12 @@ struct inject {
 	/* The headers to set (the rule's, then Accept-Encoding: identity). */
 	struct http_add	 add[POLICY_MAX_INJECT + 1];
 	size_t		 nadd;
-	/* The headers to remove: the rule's, and every one set. */
-	const char	*drop[POLICY_MAX_INJECT];
+	/*
+	 * The headers to remove: the rule's, Range and If-Range (an
+	 * upstream that serves ranges of an echoed credential would hand it
+	 * back in pieces too short to redact), and every one set.
+	 */
+	const char	*drop[POLICY_MAX_INJECT + 2];
 	size_t		 ndrop;
 	/* The secrets used, each with a reference. */
 	struct secret	*used[INJECT_MAX_SECRETS];

@@ -87,10 +87,20 @@ struct forms {
 size_t
 redact_forms_size(size_t len)
 {
+	size_t n;
+
 	if (len == 0 || len > REDACT_MAX_VALUE)
 		return 0;
 	/* As is; six base64 cores of at most 4/3 len; three %XX forms. */
-	return len + 6 * (4 * len / 3) + 3 * (3 * len);
+	n = len + 6 * (4 * len / 3) + 3 * (3 * len);
+	/*
+	 * Up to REDACT_MAX_ESCAPED: two hex forms (2 len), two cases (len),
+	 * four JSON escapings and two HTML ones (at most 6 bytes a byte),
+	 * three HTML numeric ones (at most 6: "&#255;", "&#xff;").
+	 */
+	if (len <= REDACT_MAX_ESCAPED)
+		n += 2 * (2 * len) + 2 * len + 6 * (6 * len) + 3 * (6 * len);
+	return n;
 }
 
 /*
@@ -177,6 +187,147 @@ pct_encode(const uint8_t *v, size_t len, const char *hex, int plus,
 	return o;
 }
 
+/* The value as hex digits. */
+static size_t
+hex_encode(const uint8_t *v, size_t len, const char *hex, uint8_t *out)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		out[2 * i] = (uint8_t)hex[v[i] >> 4];
+		out[2 * i + 1] = (uint8_t)hex[v[i] & 0xf];
+	}
+	return 2 * len;
+}
+
+/* The value with ASCII letters in one case. */
+static size_t
+case_fold(const uint8_t *v, size_t len, int upper, uint8_t *out)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		out[i] = v[i];
+		if (upper && v[i] >= 'a' && v[i] <= 'z')
+			out[i] = (uint8_t)(v[i] - 'a' + 'A');
+		else if (!upper && v[i] >= 'A' && v[i] <= 'Z')
+			out[i] = (uint8_t)(v[i] - 'A' + 'a');
+	}
+	return len;
+}
+
+/*
+ * How JSON encoders write a string: the escapes every encoder makes ('"'
+ * and '\\' with a backslash, control bytes as \u00XX), and the bytes
+ * each escapes beyond them, as \u00XX with hex (or '/' as "\/").
+ */
+struct json_style {
+	const char	*also;		/* bytes written as \u00XX */
+	const char	*hex;
+	int		 slash;		/* '/' as "\/" (PHP) */
+};
+static const struct json_style json_styles[] = {
+	{ "", hex_lower, 1 },			/* PHP json_encode */
+	{ "<>&", hex_lower, 0 },		/* Go encoding/json */
+	{ "<>&'+`", hex_upper, 0 },		/* .NET System.Text.Json */
+	{ NULL, hex_lower, 0 },			/* all but unreserved */
+};
+
+static size_t
+json_escape(const uint8_t *v, size_t len, const struct json_style *js,
+    uint8_t *out)
+{
+	size_t i, o = 0;
+	uint8_t c;
+
+	for (i = 0; i < len; i++) {
+		c = v[i];
+		if (js->also == NULL ? !unreserved(c) : c < 0x20 || c == 0x7f ||
+		    (c != 0 && strchr(js->also, c) != NULL)) {
+			memcpy(out + o, "\\u00", 4);
+			out[o + 4] = (uint8_t)js->hex[c >> 4];
+			out[o + 5] = (uint8_t)js->hex[c & 0xf];
+			o += 6;
+		} else if (c == '"' || c == '\\' || (js->slash && c == '/')) {
+			out[o++] = '\\';
+			out[o++] = c;
+		} else
+			out[o++] = c;
+	}
+	return o;
+}
+
+/* HTML escaping of & < > " and ', the quote as apos ("&#x27;" or "&#39;"). */
+static size_t
+html_escape(const uint8_t *v, size_t len, const char *apos, uint8_t *out)
+{
+	static const char special[] = "&<>\"'";
+	static const char *const named[] = { "&amp;", "&lt;", "&gt;",
+	    "&quot;" };
+	const char *e, *at;
+	size_t i, o = 0, n;
+
+	for (i = 0; i < len; i++) {
+		if (v[i] == 0 || (at = strchr(special, v[i])) == NULL) {
+			out[o++] = v[i];
+			continue;
+		}
+		e = v[i] == '\'' ? apos : named[at - special];
+		n = strlen(e);
+		memcpy(out + o, e, n);
+		o += n;
+	}
+	return o;
+}
+
+/* Every byte but the unreserved as an HTML numeric reference. */
+static size_t
+html_numeric(const uint8_t *v, size_t len, const char *hex, uint8_t *out)
+{
+	size_t i, o = 0;
+	int n;
+
+	for (i = 0; i < len; i++) {
+		if (unreserved(v[i])) {
+			out[o++] = v[i];
+			continue;
+		}
+		if (hex == NULL)
+			n = snprintf((char *)out + o, 7, "&#%u;", v[i]);
+		else {
+			memcpy(out + o, "&#x", 3);
+			out[o + 3] = (uint8_t)hex[v[i] >> 4];
+			out[o + 4] = (uint8_t)hex[v[i] & 0xf];
+			out[o + 5] = ';';
+			n = 6;
+		}
+		o += (size_t)n;
+	}
+	return o;
+}
+
+/* The forms a value takes in JSON, HTML, hex and either case. */
+static void
+escaped_forms(struct forms *f, const uint8_t *value, size_t len)
+{
+	size_t i;
+
+	forms_add(f, hex_encode(value, len, hex_lower, f->store + f->used), 1);
+	forms_add(f, hex_encode(value, len, hex_upper, f->store + f->used), 1);
+	forms_add(f, case_fold(value, len, 1, f->store + f->used), 1);
+	forms_add(f, case_fold(value, len, 0, f->store + f->used), 1);
+	for (i = 0; i < sizeof(json_styles) / sizeof(json_styles[0]); i++)
+		forms_add(f, json_escape(value, len, &json_styles[i],
+		    f->store + f->used), 1);
+	forms_add(f, html_escape(value, len, "&#x27;", f->store + f->used), 1);
+	forms_add(f, html_escape(value, len, "&#39;", f->store + f->used), 1);
+	forms_add(f, html_numeric(value, len, NULL, f->store + f->used), 1);
+	forms_add(f, html_numeric(value, len, hex_lower, f->store + f->used),
+	    1);
+	forms_add(f, html_numeric(value, len, hex_upper, f->store + f->used),
+	    1);
+}
+
 int
 redact_forms(const uint8_t *value, size_t len, uint8_t *store,
     size_t store_len, struct redact_pat *pats, size_t max_pats)
@@ -199,6 +350,8 @@ redact_forms(const uint8_t *value, size_t len, uint8_t *store,
 	forms_add(&f, pct_encode(value, len, hex_upper, 0, store + f.used), 1);
 	forms_add(&f, pct_encode(value, len, hex_lower, 0, store + f.used), 1);
 	forms_add(&f, pct_encode(value, len, hex_upper, 1, store + f.used), 1);
+	if (len <= REDACT_MAX_ESCAPED)
+		escaped_forms(&f, value, len);
 	return (int)f.n;
 }
 

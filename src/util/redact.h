@@ -4,8 +4,17 @@
  * A value is searched for in every form it commonly takes on the way
  * back: as is; base64, standard and URL-safe, in each of the three
  * alignments it can have inside a longer base64 text (padding never part
- * of a pattern); and percent-encoded (upper- and lower-case hex, and the
- * form encoding with '+' for space).
+ * of a pattern); percent-encoded (upper- and lower-case hex, and the
+ * form encoding with '+' for space); and for values of at most
+ * REDACT_MAX_ESCAPED bytes also as hex digits (either case), with its
+ * letters in one case (either), JSON-escaped as common encoders write it
+ * ("\/" as PHP does, \u00XX for <>& as Go does, for <>&'+` in upper-case
+ * hex as .NET does, and for every byte but the unreserved), HTML-escaped
+ * (& < > " and ' as named or numeric references) and with every byte but
+ * the unreserved as an HTML numeric reference (decimal, hex in either
+ * case).  An encoder that mixes these styles in other ways is not
+ * caught: redaction is a safety net, not a promise against an upstream
+ * that transforms what it echoes.
  *
  * A base64 pattern is the "core" of the value at its alignment: only the
  * characters whose six bits all come from the value.  The characters
@@ -32,9 +41,10 @@
 
 #define REDACT_MARK		"[REDACTED]"
 #define REDACT_MAX_VALUE	8192	/* longest value redact_forms() takes */
-#define REDACT_MAX_FORMS	12	/* patterns one value gives at most */
+#define REDACT_MAX_ESCAPED	4096	/* longest value given the escaped forms */
+#define REDACT_MAX_FORMS	26	/* patterns one value gives at most */
 #define REDACT_MIN_SHIFTED	8	/* shorter cores of shifted base64 are left out */
-#define REDACT_MAX_PATTERNS	64	/* patterns one redactor searches at once */
+#define REDACT_MAX_PATTERNS	128	/* patterns one redactor searches at once */
 
 /* A pattern: bytes the redactor does not own (they must outlive its use). */
 struct redact_pat {

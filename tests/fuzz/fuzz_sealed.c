@@ -6,15 +6,18 @@
  * hold real blobs.  Any other input is a payload, parsed directly with
  * its own key id so that the fuzzer gets past that check.  Whatever
  * opens or parses must keep the promises of sealed.h, and must come back
- * the same when sealed again with sealed_seal and opened.
+ * the same when sealed again with sealed_seal and opened (a document
+ * whose kind check fails is not sealed again: only sealed_seal and
+ * secret_open judge what a pem or json value holds).
  *
  * Built with -DFUZZ_SEALED_SEEDS and without -fsanitize=fuzzer, this file
  * writes the seed corpus instead (blobs sealed to the fixed key and their
  * payloads); from the build folder, with s the source folder:
  *
  *   cc -DFUZZ_SEALED_SEEDS -I. -I$s/src $s/tests/fuzz/fuzz_sealed.c \
- *       $s/src/keys/sealed.c $s/src/util/names.c $s/src/util/err.c \
- *       -lidn2 -lsodium -lcrypto -o gen-sealed-seeds
+ *       $s/src/keys/sealed.c $s/src/keys/pemkey.c $s/src/util/names.c \
+ *       $s/src/util/err.c $s/src/util/keyfile.c \
+ *       -lidn2 -lsodium -lcrypto -ljansson -o gen-sealed-seeds
  *   ./gen-sealed-seeds $s/tests/fuzz/corpus/sealed
  */
 #include "autoconf.h"
@@ -90,12 +93,23 @@ check_secret(const struct sealed_secret *s)
 		if (sealed_host_bound(s, s->hosts[i]) != 1)
 			abort();
 	}
-	if (s->value_len < 1 || s->value_len > SEALED_MAX_VALUE ||
-	    s->value[s->value_len] != '\0' ||
-	    memchr(s->value, '\r', s->value_len) != NULL ||
-	    memchr(s->value, '\n', s->value_len) != NULL ||
+	if ((unsigned)s->kind > SEALED_KIND_MAX)
+		abort();
+	if (s->value_len < 1 || s->value[s->value_len] != '\0' ||
 	    memchr(s->value, '\0', s->value_len) != NULL)
 		abort();
+	/* A header value is a header's; a document may have lines. */
+	if (s->kind == SEALED_KIND_HEADER && (s->value_len > SEALED_MAX_VALUE ||
+	    memchr(s->value, '\r', s->value_len) != NULL ||
+	    memchr(s->value, '\n', s->value_len) != NULL))
+		abort();
+	if (s->kind != SEALED_KIND_HEADER && s->value_len > SEALED_MAX_DOC)
+		abort();
+	for (i = 0; i < s->value_len; i++)
+		if ((s->value[i] < 0x20 && s->value[i] != '\t' &&
+		    s->value[i] != '\r' && s->value[i] != '\n') ||
+		    s->value[i] == 0x7f)
+			abort();
 }
 
 static int
@@ -129,12 +143,18 @@ reseal(const struct sealed_secret *a)
 	in.nhosts = a->nhosts;
 	in.value = a->value;
 	in.value_len = a->value_len;
+	in.kind = a->kind;
+	/* A document is judged by its kind only when sealed (or opened by
+	 * secret_open): a crafted payload may hold one that is no key. */
+	if (sealed_kind_check(a->kind, a->value, a->value_len, &why) != 0)
+		return;
 	if (sealed_seal(fixed->pk, &in, &blob, &len, &why) != 0)
 		abort();
 	if (sealed_open(&fixed, 1, blob, len, &b, NULL, &why) != 0)
 		abort();
 	/* Hosts as a set: sealing drops a duplicate the payload had. */
 	if (strcmp(a->name, b->name) != 0 || a->version != b->version ||
+	    a->kind != b->kind ||
 	    a->created != b->created || a->value_len != b->value_len ||
 	    memcmp(a->value, b->value, a->value_len) != 0 ||
 	    memcmp(b->keyid, fixed->id, SEALED_KEYID_LEN) != 0)
@@ -257,6 +277,8 @@ main(int argc, char **argv)
 	};
 	static const uint8_t v1[] = "ghp_0123456789abcdefghijABCDEFGHIJ0123";
 	static const uint8_t v2[] = "Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig";
+	static const uint8_t v3[] = "{\n  \"access_key_id\": \"AKID\",\r\n"
+	    "\t\"secret_access_key\": \"wJalrXUtn\"\n}\n";
 	struct sealed_in in;
 
 	if (argc != 2) {
@@ -265,14 +287,17 @@ main(int argc, char **argv)
 	}
 	fixed = fixed_key();
 	in = (struct sealed_in){ "api-token", 1, 1700000000, one, 1, v1,
-	    sizeof(v1) - 1 };
+	    sizeof(v1) - 1, SEALED_KIND_HEADER };
 	write_blob_seed(argv[1], "one-host", &in);
 	in = (struct sealed_in){ "gh.pat_2", 1764547200, 1764547200, some, 4,
-	    v2, sizeof(v2) - 1 };
+	    v2, sizeof(v2) - 1, SEALED_KIND_HEADER };
 	write_blob_seed(argv[1], "hosts", &in);
 	in = (struct sealed_in){ "x", 0, -1, NULL, 0, (const uint8_t *)"v",
-	    1 };
+	    1, SEALED_KIND_HEADER };
 	write_blob_seed(argv[1], "no-host", &in);
+	in = (struct sealed_in){ "aws", 2, 1700000000, one, 1, v3,
+	    sizeof(v3) - 1, SEALED_KIND_JSON };
+	write_blob_seed(argv[1], "json", &in);
 	return 0;
 }
 #endif

@@ -33,12 +33,16 @@ per listener, each connection in its own thread):
         connection: K is dupcl (two Content-Lengths), clte (both),
         fold (obs-fold), lf (bare LF), status (4 digits), nul (NUL in a
         header), extra (a second, unsolicited answer with body "smuggled")
-    /reflect[?h=HEADER][&chunk=N[&te=CODING]|&close=1][&ce=CODING][&ms=N]  the value of
-        HEADER (default Authorization) back in X-Echo and X-Echo-B64 and in
-        the body: as is, base64 (standard, URL-safe, of the part after the
-        first space, inside a longer JSON text) and percent-encoded;
-        Content-Length, or chunked in N-byte chunks, or close-delimited;
-        Content-Encoding: CODING on request; after waiting N ms
+    /reflect[?h=HEADER][&chunk=N[&te=CODING]|&close=1][&ce=CODING][&ms=N][&cookie=1]
+        the value of HEADER (default Authorization) back in X-Echo and
+        X-Echo-B64 and in the body: as is, base64 (standard, URL-safe, of
+        the part after the first space, inside a longer JSON text),
+        percent-encoded, hex, upper-case, JSON-escaped ("\\/"; \\u00XX for
+        all but the unreserved), HTML-escaped and as HTML numeric
+        references; Content-Length, or chunked in N-byte chunks, or
+        close-delimited; Content-Encoding: CODING on request; after
+        waiting N ms; with cookie=1 also Set-Cookie: sid=<the part after
+        the first space> and Set-Cookie: plain=1
     /reset-mid[?close=1]  a head with Content-Length 1000 (with close=1:
         close-delimited) and 10 bytes of body, then a TCP reset: an
         upstream that dies mid-answer
@@ -151,6 +155,7 @@ import base64
 import codecs
 import errno
 import hashlib
+import html
 import json
 import os
 import re
@@ -350,8 +355,20 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
             b"wrapped=" + base64.b64encode(b"{\"k\":\"" + tb + b"\"}") + b"\n",
             b"pct=" + urllib.parse.quote(v, safe="").encode() + b"\n",
             b"form=" + urllib.parse.quote_plus(v).encode() + b"\n",
+            b"hex=" + vb.hex().encode() + b"\n",
+            b"upper=" + v.upper().encode("latin-1") + b"\n",
+            b"jslash=" + json.dumps(v)[1:-1].replace("/", "\\/").encode() + b"\n",
+            b"juni=" + "".join(c if c.isalnum() or c in "-._~" else
+                               "\\u%04x" % ord(c) for c in v).encode() + b"\n",
+            b"html=" + html.escape(v).encode() + b"\n",
+            b"htmlnum=" + "".join(c if c.isalnum() or c in "-._~" else
+                                  "&#%d;" % ord(c) for c in v).encode() + b"\n",
             b"end\n"])
         extra = [("X-Echo", v), ("X-Echo-B64", base64.b64encode(vb).decode())]
+        if "cookie" in q:
+            # a session cookie made of the credential, and a harmless one
+            extra.append(("Set-Cookie", "sid=" + tok + "; Path=/; Secure"))
+            extra.append(("Set-Cookie", "plain=1"))
         if "ce" in q:
             extra.append(("Content-Encoding", q["ce"][0]))
         chunk = int(q.get("chunk", ["0"])[0])

@@ -725,6 +725,32 @@ test_forward_upstream(void **state)
 }
 
 static void
+test_keep_cookies(void **state)
+{
+	struct policy *p;
+
+	(void)state;
+	p = parse_ok(RULE("    match: {host: a.example}\n"
+	    "    inject: {set: {x-k: \"{{secret:k}}\"}, keep_cookies: true}\n"));
+	assert_true(p->intercepts[0].keep_cookies);
+	policy_free(p);
+	p = parse_ok(RULE("    match: {host: a.example}\n"
+	    "    inject: {set: {x-k: \"{{secret:k}}\"}, keep_cookies: false}\n"));
+	assert_false(p->intercepts[0].keep_cookies);
+	policy_free(p);
+	p = parse_ok(RULE("    match: {host: a.example}\n"
+	    "    inject: {set: {x-k: \"{{secret:k}}\"}}\n"));
+	assert_false(p->intercepts[0].keep_cookies);
+	policy_free(p);
+	expect_error(RULE("    match: {host: a.example}\n"
+	    "    inject: {set: {x-k: \"{{secret:k}}\"}, keep_cookies: yes}\n"),
+	    "'inject.keep_cookies' must be true or false");
+	expect_error(RULE("    match: {host: a.example}\n"
+	    "    inject: {keep_cookies: true}\n"),
+	    "'inject' needs 'set' or 'remove' with at least one header");
+}
+
+static void
 test_client_cert(void **state)
 {
 	struct policy *p;
@@ -1369,6 +1395,7 @@ main(void)
 		cmocka_unit_test(test_paths_ok),
 		cmocka_unit_test(test_forward_upstream),
 		cmocka_unit_test(test_client_cert),
+		cmocka_unit_test(test_keep_cookies),
 		cmocka_unit_test(test_allow_method_override),
 		cmocka_unit_test(test_every_error_reported),
 		cmocka_unit_test(test_load_errors),

@@ -406,8 +406,10 @@ t_render(void **state)
 	assert_string_equal(inj.add[3].value, "no placeholder");
 	assert_string_equal(inj.add[4].name, "accept-encoding");
 	assert_string_equal(inj.add[4].value, "identity");
-	assert_int_equal(inj.ndrop, 1);
+	assert_int_equal(inj.ndrop, 3);
 	assert_string_equal(inj.drop[0], "cookie");
+	assert_string_equal(inj.drop[1], "range");
+	assert_string_equal(inj.drop[2], "if-range");
 	assert_int_equal(inj.nused, 2);		/* tok and basic, once each */
 	assert_true(used > 0 && used <= sizeof(buf));
 	assert_int_equal(atomic_load(&tok->refs), 3);	/* ours, set's, inj's */
