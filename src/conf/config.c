@@ -130,32 +130,6 @@ get_duration(struct ycheck *x, const struct ynode *map, const char *parent,
 	*dst = ms;
 }
 
-static void
-get_uint(struct ycheck *x, const struct ynode *map, const char *parent,
-    const char *key, unsigned long long lo, unsigned long long hi,
-    unsigned *dst)
-{
-	const struct ynode *n;
-	unsigned long long v = 0;
-	char path[64], e[80];
-	int r;
-
-	snprintf(path, sizeof(path), "%s.%s", parent, key);
-	if ((n = ynode_get(map, key)) == NULL || !ycheck_string(x, n, path))
-		return;
-	if ((r = yparse_uint(n->scalar, hi, &v)) == SL_ERR_INVALID) {
-		ycheck_err(x, n->line, n->col, "'%s': '%s' is not a positive integer",
-		    path, yesc(n->scalar, e, sizeof(e)));
-		return;
-	}
-	if (r != 0 || v < lo || v > hi) {
-		ycheck_err(x, n->line, n->col, "'%s': %s is out of range %llu..%llu",
-		    path, yesc(n->scalar, e, sizeof(e)), lo, hi);
-		return;
-	}
-	*dst = (unsigned)v;
-}
-
 /*
  * "ADDR:PORT" with IPv6 in brackets; with bare_port53, a bare address (with
  * or without brackets) means port 53.
@@ -381,9 +355,9 @@ parse_audit(struct ycheck *x, const struct ynode *root, struct config *c)
 		return;
 	ycheck_keys(x, a, "audit", keys);
 	get_string(x, a, "path", "audit.path", &c->audit_path);
-	get_uint(x, a, "audit", "max_size_mb", 0, 1u << 20, &c->audit.max_mb);
-	get_uint(x, a, "audit", "queue", 16, 1u << 22, &c->audit.queue);
-	get_uint(x, a, "audit", "checkpoint_records", 1, 1u << 30,
+	ycheck_uint(x, a, "audit", "max_size_mb", 0, 1u << 20, &c->audit.max_mb);
+	ycheck_uint(x, a, "audit", "queue", 16, 1u << 22, &c->audit.queue);
+	ycheck_uint(x, a, "audit", "checkpoint_records", 1, 1u << 30,
 	    &c->audit.checkpoint_records);
 	get_duration(x, a, "audit", "checkpoint_interval",
 	    &c->audit.checkpoint_ms);
@@ -471,10 +445,10 @@ parse_limits(struct ycheck *x, const struct ynode *root, struct config *c)
 	if ((l = get_map(x, root, "limits", "limits")) == NULL)
 		return;
 	ycheck_keys(x, l, "limits", keys);
-	get_uint(x, l, "limits", "connections", 1, 1000000, &c->limits.connections);
-	get_uint(x, l, "limits", "dns_qps", 1, 1000000, &c->limits.dns_qps);
-	get_uint(x, l, "limits", "header_bytes", 1024, 1048576, &c->limits.header_bytes);
-	get_uint(x, l, "limits", "client_hello_bytes", 512, 65536,
+	ycheck_uint(x, l, "limits", "connections", 1, 1000000, &c->limits.connections);
+	ycheck_uint(x, l, "limits", "dns_qps", 1, 1000000, &c->limits.dns_qps);
+	ycheck_uint(x, l, "limits", "header_bytes", 1024, 1048576, &c->limits.header_bytes);
+	ycheck_uint(x, l, "limits", "client_hello_bytes", 512, 65536,
 	    &c->limits.client_hello_bytes);
 }
 
@@ -488,7 +462,7 @@ parse_ca(struct ycheck *x, const struct ynode *root, struct config *c)
 	if ((m = get_map(x, root, "ca", "ca")) == NULL)
 		return;
 	ycheck_keys(x, m, "ca", keys);
-	get_uint(x, m, "ca", "validity_days", 1, 365, &c->ca_validity_days);
+	ycheck_uint(x, m, "ca", "validity_days", 1, 365, &c->ca_validity_days);
 	get_bool(x, m, "ca", "name_constraints", &c->ca_name_constraints);
 }
 
@@ -803,7 +777,7 @@ config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 	    "secret_dir", "gateway_key", "signing_key", "issuer", "upstream_ca",
 	    "audit", "workers", "user", "limits", "timeouts", "sandboxes",
 	    "control_group", "ca", "token_ttl", "state_dir", "log",
-	    "watch_policies", NULL };
+	    "watch_policies", "budgets", NULL };
 
 	if (root != NULL && root->kind != YNODE_MAP) {
 		ycheck_err(x, root->line, root->col,
@@ -817,6 +791,9 @@ config_walk(struct ycheck *x, const struct ynode *root, struct config *c)
 		    &c->resolvers, &c->nresolvers);
 		get_string(x, root, "policy_dir", "policy_dir", &c->policy_dir);
 		get_bool(x, root, NULL, "watch_policies", &c->watch_policies);
+		if (ynode_get(root, "budgets") != NULL)
+			budget_list_parse(x, ynode_get(root, "budgets"),
+			    "budgets", &c->budgets);
 		get_string(x, root, "state_dir", "state_dir", &c->state_dir);
 		get_string(x, root, "secret_dir", "secret_dir", &c->secret_dir);
 		get_paths(x, root, "gateway_key", &c->gateway_keys,
@@ -980,6 +957,7 @@ config_free(struct config *c)
 	free(c->upstream_ca);
 	free(c->audit_path);
 	free(c->user);
+	budget_list_free(&c->budgets);
 	for (i = 0; i < c->nsandboxes; i++)
 		sandbox_free_fields(&c->sandboxes[i]);
 	free(c->sandboxes);

@@ -8,6 +8,7 @@
 
 #include "util/addr.h"
 #include "util/err.h"
+#include "conf/budget.h"
 
 struct endpoint {
 	struct sockaddr_storage	ss;
@@ -38,6 +39,7 @@ struct config {
 	struct endpoint	*resolvers;	size_t nresolvers;
 	char		*policy_dir;
 	int		 watch_policies;	/* reload when policy_dir changes */
+	struct budget_list budgets;	/* per credential, over all sandboxes */
 	char		*state_dir;	/* sandboxes of the API: /var/lib/sluice/state */
 	/* Where some keys were written (0: not set), for config_check_system. */
 	struct {

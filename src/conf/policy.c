@@ -88,6 +88,7 @@ policy_free(struct policy *p)
 		free_strv(r->pins, r->npins);
 	}
 	free(p->intercepts);
+	budget_list_free(&p->budgets);
 	nameset_free(p->allow_names);
 	nameset_free(p->deny_names);
 	nameset_free(p->intercept_names);

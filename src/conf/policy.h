@@ -9,6 +9,7 @@
 #include "util/addr.h"
 #include "util/err.h"
 #include "util/names.h"
+#include "conf/budget.h"
 
 struct cidr_tree;
 struct nameset;
@@ -85,6 +86,7 @@ struct policy {
 	struct egress_rule *allow;	size_t nallow;
 	struct egress_rule *deny;	size_t ndeny;
 	struct intercept_rule *intercepts; size_t nintercepts;
+	struct budget_list budgets;	/* per sandbox, per credential */
 	struct nameset	*allow_names, *deny_names, *intercept_names;
 	struct cidr_tree *allow_cidrs, *deny_cidrs;
 	/*

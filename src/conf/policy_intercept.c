@@ -13,7 +13,6 @@
 #include "conf/policy.h"
 #include "conf/policy_int.h"
 
-#define SECRET_NAME_MAX	64
 
 /* ------------------------------------------------------------------ */
 /* Small validators                                                    */
@@ -58,13 +57,6 @@ secret_name_len(const char *s)
 	    s[n] == '_' || s[n] == '-'; n++)
 		;
 	return n;
-}
-
-/* Whether s[0..len) is a whole secret name, 1 to 64 of [A-Za-z0-9._-]. */
-static int
-secret_name_ok(const char *s, size_t len)
-{
-	return len >= 1 && len <= SECRET_NAME_MAX && secret_name_len(s) == len;
 }
 
 /*

@@ -237,7 +237,7 @@ static void
 policy_walk(struct ycheck *x, const struct ynode *root, struct policy *p)
 {
 	static const char *const keys[] = { "name", "egress", "intercept",
-	    "observe", NULL };
+	    "observe", "budgets", NULL };
 	const struct ynode *n;
 	char e[80];
 
@@ -273,6 +273,8 @@ policy_walk(struct ycheck *x, const struct ynode *root, struct policy *p)
 	}
 	parse_egress(x, root, p);
 	policy_parse_intercepts(x, root, p);
+	if ((n = ynode_get(root, "budgets")) != NULL)
+		budget_list_parse(x, n, "budgets", &p->budgets);
 }
 
 /* ------------------------------------------------------------------ */

@@ -669,7 +669,8 @@ conn_deny(struct conn *c, const char *reason, const char *rule)
 		    c->detail != NULL ? c->detail : status == 403 ?
 		    "sluice: this request is not allowed by the sandbox's egress "
 		    "policy; other routes to it are blocked too" :
-		    "sluice: the request could not be forwarded" };
+		    "sluice: the request could not be forwarded", NULL, NULL,
+		    NULL, 0 };
 
 		resp = deny_http(&dw, 0, &len);
 		if (resp == NULL || half_send_owned(&c->down, resp, len) != 0) {

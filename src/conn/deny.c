@@ -82,7 +82,7 @@ char *
 deny_http(const struct deny_what *d, int keep_alive, size_t *len)
 {
 	json_t *o = NULL;
-	char *body = NULL, *out = NULL;
+	char *body = NULL, *out = NULL, retry[40] = "";
 	size_t blen, cap;
 	int n;
 
@@ -90,8 +90,18 @@ deny_http(const struct deny_what *d, int keep_alive, size_t *len)
 	    "host", d->host != NULL && d->host[0] != '\0' ? d->host : NULL,
 	    "policy", d->policy, "rule", d->rule, "reason", d->reason,
 	    "message", d->message);
+	if (o != NULL && d->budget != NULL && json_object_update_new(o,
+	    json_pack("{s:s?, s:s, s:s?, s:I}", "secret", d->secret, "budget",
+	    d->budget, "scope", d->scope, "retry_after",
+	    (json_int_t)d->retry_after)) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
 	if (o == NULL || (body = json_dumps(o, JSON_COMPACT)) == NULL)
 		goto out;
+	if (d->retry_after > 0)
+		snprintf(retry, sizeof(retry), "Retry-After: %u\r\n",
+		    d->retry_after);
 	blen = strlen(body);
 	cap = blen + 512;
 	if ((out = malloc(cap)) == NULL)
@@ -102,12 +112,12 @@ deny_http(const struct deny_what *d, int keep_alive, size_t *len)
 	    "Content-Length: %zu\r\n"
 	    "Cache-Control: no-store\r\n"
 	    "Proxy-Status: sluice; error=%s%s%s%s\r\n"
-	    "%s"
+	    "%s%s"
 	    "\r\n%s\n", d->status, status_text(d->status), blen + 1,
 	    deny_proxy_error(d->status, d->reason),
 	    d->reason != NULL ? "; details=\"" : "",
 	    d->reason != NULL ? d->reason : "", d->reason != NULL ? "\"" : "",
-	    keep_alive ? "" : "Connection: close\r\n", body);
+	    retry, keep_alive ? "" : "Connection: close\r\n", body);
 	if (n < 0 || (size_t)n >= cap) {
 		free(out);
 		out = NULL;

@@ -17,12 +17,19 @@ struct deny_what {
 	const char	*rule;		/* the rule that decided, if any */
 	const char	*reason;	/* the audit reason, a token */
 	const char	*message;	/* for people */
+	/* A budget used up: which secret's, which, and when to come back. */
+	const char	*secret;
+	const char	*budget;	/* "requests_per_minute", ... */
+	const char	*scope;		/* "sandbox" or "gateway" */
+	unsigned	 retry_after;	/* seconds; 0: no Retry-After */
 };
 
 /*
  * Formats a complete HTTP/1.1 response for d: a JSON body {"error",
  * "host", "policy", "rule", "reason", "message"} an agent can act on
- * (null for what d leaves out, host also when it is empty),
+ * (null for what d leaves out, host also when it is empty), with
+ * "secret", "budget", "scope" and "retry_after" and a Retry-After header
+ * when d names a budget,
  * "Proxy-Status" (RFC 9209) with the error type and the reason, and
  * "Connection: close" unless keep_alive.  Returns a malloc'd buffer and
  * its length in *len, or NULL.

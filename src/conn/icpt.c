@@ -469,25 +469,32 @@ icpt_refuse_req(struct icpt *ic, struct icpt_req *r, int status,
     const char *error, const char *action, const char *reason,
     const char *detail, int close)
 {
-	const char *msg = detail;
+	struct deny_what dw = { status, error, NULL, NULL, NULL, reason,
+	    detail, NULL, NULL, NULL, 0 };
+
+	icpt_refuse_what(ic, r, &dw, action, close);
+}
+
+void
+icpt_refuse_what(struct icpt *ic, struct icpt_req *r, struct deny_what *dw,
+    const char *action, int close)
+{
 	char *resp;
 	size_t len;
 
-	if (msg == NULL)
-		msg = status == 403 ? "sluice: this request is not allowed by "
-		    "the sandbox's egress policy" : status == 421 ?
-		    "sluice: the request names another host than the TLS "
-		    "connection" : "sluice: the request was refused";
-	{
-		struct deny_what dw = { status, error, ic->c->name,
-		    ic->c->policy_name, r->rule[0] ? r->rule : NULL, reason,
-		    msg };
-
-		resp = deny_http(&dw, !close, &len);
-	}
-	r->status = status;
+	if (dw->message == NULL)
+		dw->message = dw->status == 403 ? "sluice: this request is not "
+		    "allowed by the sandbox's egress policy" :
+		    dw->status == 421 ? "sluice: the request names another "
+		    "host than the TLS connection" :
+		    "sluice: the request was refused";
+	dw->host = ic->c->name;
+	dw->policy = ic->c->policy_name;
+	dw->rule = r->rule[0] ? r->rule : NULL;
+	resp = deny_http(dw, !close, &len);
+	r->status = dw->status;
 	r->action = action;
-	r->reason = reason;
+	r->reason = dw->reason;
 	icpt_audit_request(ic, r);
 	if (resp == NULL) {
 		icpt_end(ic, "out-of-memory");

@@ -310,6 +310,15 @@ void	icpt_refuse_req(struct icpt *ic, struct icpt_req *r, int status,
 	    const char *error, const char *action, const char *reason,
 	    const char *detail, int close);
 /*
+ * icpt_refuse_req with a whole answer: dw's status, error, reason,
+ * message (NULL: a default) and budget fields; host, policy and rule are
+ * filled in here.
+ */
+struct deny_what;
+struct spend_item;
+void	icpt_refuse_what(struct icpt *ic, struct icpt_req *r,
+	    struct deny_what *dw, const char *action, int close);
+/*
  * The n newest queued requests, never sent, cannot be (their records
  * cannot be written, say): they leave the queue, and what held has of
  * theirs (all past its first keep bytes) goes; the oldest of them gets
@@ -444,5 +453,15 @@ int	icpt_redact_body(struct icpt *ic, struct icpt_req *r, const uint8_t *p,
 	    size_t n);
 /* The body ended: the held-back bytes and the last chunk go. */
 int	icpt_redact_end(struct icpt *ic, struct icpt_req *r);
+
+/*
+ * icpt_budget.c.  take: spends one request of every budget of the
+ * secrets inj holds; 0, or -1 after refusing it (429, or 503 when they
+ * cannot be counted).  items: the budgets s has for c's requests, added
+ * at items[n..], the new count (at most SPEND_MAX_TAKE).
+ */
+int	icpt_budget_take(struct icpt *ic, const struct inject *inj);
+size_t	icpt_budget_items(const struct conn *c, const struct secret *s,
+	    struct spend_item *items, size_t n);
 
 #endif

@@ -478,7 +478,8 @@ forward_head(struct icpt *ic, const struct http_head *h,
 	size_t i;
 	long n;
 
-	if (icpt_prepare_up(ic, h, rule, inj) != 0)
+	if (icpt_prepare_up(ic, h, rule, inj) != 0 ||
+	    (inj != NULL && icpt_budget_take(ic, inj) != 0))
 		return -1;
 	/*
 	 * Written in place at the end of the upstream's queue: no copy.  An

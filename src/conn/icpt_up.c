@@ -201,7 +201,8 @@ icpt_up_failed(struct icpt *ic, int status, const char *reason,
 	{
 		struct deny_what dw = { status, status == 504 ?
 		    "upstream-timeout" : "bad-gateway", ic->c->name,
-		    ic->c->policy_name, rule, reason, msg };
+		    ic->c->policy_name, rule, reason, msg, NULL, NULL, NULL,
+		    0 };
 
 		resp = deny_http(&dw, 0, &len);
 	}

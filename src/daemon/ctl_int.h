@@ -86,6 +86,14 @@ int	ctl_sandbox_restore(struct daemon *d, json_t *body, struct ca **ca,
 	    time_t created, char *why, size_t why_len);
 /* A sandbox's sources as the API shows them: ["198.18.0.2/32", ...]. */
 json_t	*ctl_sources_json(const struct sandbox *sb);
+/*
+ * ctl_secret.c: a budget list as JSON, each budget with what is spent of
+ * it now: [{"secret", "requests_per_minute": {"limit", "used"},
+ * "requests_per_day": {...}}]; sandbox NULL: the gateway's budgets.
+ */
+struct budget_list;
+json_t	*ctl_budgets_json(struct daemon *d, const struct budget_list *l,
+	    const char *sandbox);
 /* t as "YYYY-MM-DDTHH:MM:SSZ". */
 void	ctl_fmt_time(time_t t, char *buf, size_t len);
 

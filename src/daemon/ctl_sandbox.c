@@ -169,7 +169,7 @@ observe_json(json_t *j, const struct sandbox *sb)
 }
 
 static json_t *
-sandbox_json(const struct sandbox *sb, int with_pem)
+sandbox_json(struct daemon *d, const struct sandbox *sb, int with_pem)
 {
 	char ts[32];
 	json_t *j, *srcs, *ca;
@@ -187,6 +187,8 @@ sandbox_json(const struct sandbox *sb, int with_pem)
 		return NULL;
 	}
 	json_object_set_new(j, "sources", srcs);
+	json_object_set_new(j, "budgets", ctl_budgets_json(d,
+	    &sb->policy->budgets, sb->id));
 	observe_json(j, sb);
 	if ((ca = ca_json(sb->counter, with_pem)) != NULL) {
 		if (with_pem)
@@ -526,7 +528,7 @@ sandbox_register(struct daemon *d, json_t *o, struct ca **cap,
 		ctl_audit(d, "sandbox_add", (uid_t)uid, v);
 	else
 		audit_write(d->audit, "sandbox_restore", v);	/* no caller */
-	ctl_reply_json(r, 201, sandbox_json(sb, 1));
+	ctl_reply_json(r, 201, sandbox_json(d, sb, 1));
 	r->wait_gen = gen;
  out:
 	sb_counter_unref(cnt);
@@ -708,7 +710,7 @@ set_policy(struct daemon *d, const char *id, const struct ctl_req *q,
 	    "revision", (json_int_t)sb->policy->revision, "previous", oldname,
 	    "previous_revision", (json_int_t)oldrev,
 	    "inline", sb->inline_policy != NULL, "generation", (json_int_t)gen));
-	ctl_reply_json(r, 200, sandbox_json(sb, 0));
+	ctl_reply_json(r, 200, sandbox_json(d, sb, 0));
 	r->wait_gen = gen;
  out:
 	policy_free(in.inline_policy);
@@ -766,7 +768,7 @@ set_mode(struct daemon *d, const char *id, const struct ctl_req *q,
 		goto out;
 	sb = state_sandbox(d->state, id);
 	ctl_audit_mode(d, sb, was, "api", (long)q->uid);
-	ctl_reply_json(r, 200, sandbox_json(sb, 0));
+	ctl_reply_json(r, 200, sandbox_json(d, sb, 0));
 	r->wait_gen = gen;
  out:
 	json_decref(o);
@@ -854,7 +856,7 @@ list_sandboxes(struct daemon *d, struct ctl_resp *r)
 
 	for (i = 0; arr != NULL && i < d->state->nsandboxes; i++)
 		if (json_array_append_new(arr,
-		    sandbox_json(&d->state->sandboxes[i], 0)) != 0) {
+		    sandbox_json(d, &d->state->sandboxes[i], 0)) != 0) {
 			json_decref(arr);
 			arr = NULL;
 		}
@@ -898,7 +900,7 @@ ctl_sandboxes(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 			if ((sb = state_sandbox(d->state, id)) == NULL)
 				ctl_reply_error(r, 404, NULL, "no sandbox '%s'", id);
 			else
-				ctl_reply_json(r, 200, sandbox_json(sb, 1));
+				ctl_reply_json(r, 200, sandbox_json(d, sb, 1));
 		} else if (strcmp(m, "DELETE") == 0)
 			delete_sandbox(d, id, q, r);
 		else

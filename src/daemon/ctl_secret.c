@@ -13,16 +13,58 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/clock.h"
+#include "conf/budget.h"
+#include "conf/config.h"
 #include "keys/sealed.h"
 #include "keys/secrets.h"
+#include "loop/spend.h"
 #include "loop/state.h"
 #include "daemon/ctl_int.h"
 #include "daemon/daemon.h"
 #include "daemon/publish.h"
 
+/* {"limit", "used"} of one window of b, or NULL when b has no limit there. */
 static json_t *
-secret_json(const struct secret *s)
+window_json(struct daemon *d, const struct budget_rule *b,
+    const char *sandbox, enum spend_window w)
 {
+	struct spend_item it = { sandbox, b->secret, w,
+	    w == SPEND_MINUTE ? b->per_minute : b->per_day };
+
+	if (it.limit == 0)
+		return json_null();
+	return json_pack("{s:I, s:I}", "limit", (json_int_t)it.limit, "used",
+	    (json_int_t)spend_used(d->spend, &it, mono_ms()));
+}
+
+static json_t *
+budget_json(struct daemon *d, const struct budget_rule *b,
+    const char *sandbox)
+{
+	return json_pack("{s:s, s:o, s:o}", "secret", b->secret,
+	    "requests_per_minute", window_json(d, b, sandbox, SPEND_MINUTE),
+	    "requests_per_day", window_json(d, b, sandbox, SPEND_DAY));
+}
+
+json_t *
+ctl_budgets_json(struct daemon *d, const struct budget_list *l,
+    const char *sandbox)
+{
+	json_t *arr = json_array();
+	size_t i;
+
+	for (i = 0; arr != NULL && i < l->n; i++)
+		json_array_append_new(arr, budget_json(d, &l->v[i], sandbox));
+	return arr;
+}
+
+static json_t *
+secret_json(struct daemon *d, const struct secret *s)
+{
+	const struct budget_rule *b = budget_find(&d->cfg->budgets, s->name);
+	json_t *j;
+
 	json_t *hosts = json_array();
 	char created[32], loaded[32];
 	size_t i;
@@ -31,12 +73,17 @@ secret_json(const struct secret *s)
 		json_array_append_new(hosts, json_string(s->hosts[i]));
 	ctl_fmt_time((time_t)s->created, created, sizeof(created));
 	ctl_fmt_time(s->loaded, loaded, sizeof(loaded));
-	return json_pack("{s:s, s:s, s:I, s:s, s:s, s:o, s:s, s:s, s:s}",
+	j = json_pack("{s:s, s:s, s:I, s:s, s:s, s:o, s:s, s:s, s:s}",
 	    "name", s->name, "kind", sealed_kind_name(s->kind),
 	    "version", (json_int_t)s->version,
 	    "fingerprint", s->fp, "key_id", s->keyid,
 	    "hosts", hosts != NULL ? hosts : json_null(),
 	    "created", created, "loaded", loaded, "source", s->source);
+	/* The gateway's budget of it, over all sandboxes. */
+	if (j != NULL)
+		json_object_set_new(j, "budget", b != NULL ?
+		    budget_json(d, b, NULL) : json_null());
+	return j;
 }
 
 static void
@@ -47,7 +94,7 @@ list_secrets(struct daemon *d, struct ctl_resp *r)
 	size_t i;
 
 	for (i = 0; arr != NULL && set != NULL && i < set->n; i++)
-		if (json_array_append_new(arr, secret_json(set->v[i])) != 0) {
+		if (json_array_append_new(arr, secret_json(d, set->v[i])) != 0) {
 			json_decref(arr);
 			arr = NULL;
 		}
@@ -80,7 +127,7 @@ put_secret(struct daemon *d, const char *name, const struct ctl_req *q,
 		return;
 	}
 	if ((rc = secret_admit(cur, s, why)) == SL_ERR_EXISTS) {
-		ctl_reply_json(r, 200, secret_json(cur));
+		ctl_reply_json(r, 200, secret_json(d, cur));
 		goto out;
 	}
 	if (rc != 0) {
@@ -112,7 +159,7 @@ put_secret(struct daemon *d, const char *name, const struct ctl_req *q,
 		goto out;
 	}
 	daemon_audit_secret(d, old, s, "api", (long)q->uid);
-	ctl_reply_json(r, old == NULL ? 201 : 200, secret_json(s));
+	ctl_reply_json(r, old == NULL ? 201 : 200, secret_json(d, s));
 	r->wait_gen = gen;
  out:
 	errlist_free(&errs);
@@ -202,7 +249,7 @@ ctl_secrets(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 			ctl_reply_error(r, 404, NULL, "no secret named '%s'",
 			    name);
 		else
-			ctl_reply_json(r, 200, secret_json(s));
+			ctl_reply_json(r, 200, secret_json(d, s));
 	} else if (strcmp(q->method, "PUT") == 0)
 		put_secret(d, name, q, r);
 	else if (strcmp(q->method, "DELETE") == 0)

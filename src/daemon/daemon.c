@@ -27,6 +27,7 @@
 #include "keys/tlsup.h"
 #include "audit/audit.h"
 #include "loop/dirwatch.h"
+#include "loop/spend.h"
 #include "loop/state.h"
 #include "dns/dnsmem.h"
 #include "daemon/ctl.h"
@@ -480,7 +481,8 @@ daemon_run(struct config *cfg, char *const *argv)
 			log_errx("secrets", "%s", errs.msgs[i]);
 		goto out;
 	}
-	if ((d.dnsmem = dnsmem_new(DNSMEM_ENTRIES, DNSMEM_GRACE_S)) == NULL)
+	if ((d.dnsmem = dnsmem_new(DNSMEM_ENTRIES, DNSMEM_GRACE_S)) == NULL ||
+	    (d.spend = spend_new()) == NULL)
 		goto out;
 	/* The API's sandboxes, CAs and all, before any listener accepts. */
 	sbstore_open(&d);
@@ -556,6 +558,7 @@ daemon_run(struct config *cfg, char *const *argv)
 	audit_close(d.audit);
 	signkey_free(d.signkey);
 	dnsmem_free(d.dnsmem);
+	spend_free(d.spend);
 	state_unref(d.state);
 	errlist_free(&errs);
 	if (d.base != NULL)

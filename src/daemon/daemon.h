@@ -22,6 +22,7 @@ struct tlsup;
 struct secret_store;
 struct signkey;
 struct secret;
+struct spend;
 struct upgrade_out;
 struct upgrade_in;
 
@@ -33,6 +34,7 @@ struct daemon {
 	size_t			 nworkers;
 	struct state		*state;		/* main thread's reference */
 	struct dnsmem		*dnsmem;	/* what the DNS filter answered */
+	struct spend		*spend;		/* what credentials spent */
 	uint64_t		 generation;
 	int			 draining;
 	struct event		*worker_done;	/* a worker thread ended */

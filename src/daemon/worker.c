@@ -143,6 +143,7 @@ worker_init(struct worker *w, struct daemon *d, unsigned idx)
 	w->l.cfg = cfg;
 	w->l.audit = d->audit;
 	w->l.dnsmem = d->dnsmem;
+	w->l.spend = d->spend;
 	w->l.tls_down = d->tls_down;
 	w->l.tls_up = d->tls_up;
 	w->l.secrets = d->secrets;

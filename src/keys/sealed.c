@@ -439,23 +439,6 @@ rd_uint(struct rd *r, size_t n, uint64_t *v)
 	return 0;
 }
 
-/* 1..64 of [A-Za-z0-9._-]. */
-static int
-name_ok(const char *s, size_t len)
-{
-	size_t i;
-
-	if (len < 1 || len > SEALED_NAME_MAX)
-		return 0;
-	for (i = 0; i < len; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') ||
-		    (s[i] >= 'A' && s[i] <= 'Z') ||
-		    (s[i] >= '0' && s[i] <= '9') ||
-		    s[i] == '.' || s[i] == '_' || s[i] == '-'))
-			return 0;
-	return 1;
-}
-
 static const char *const kind_names[] = { "header", "pem", "json" };
 
 const char *
@@ -649,7 +632,7 @@ static int
 seal_check(const struct sealed_in *in, const char **why)
 {
 	if (in->name == NULL ||
-	    !name_ok(in->name, strnlen(in->name, SEALED_NAME_MAX + 1))) {
+	    !secret_name_ok(in->name, strnlen(in->name, SEALED_NAME_MAX + 1))) {
 		*why = "bad name: 1 to 64 of [A-Za-z0-9._-]";
 		return SL_ERR_INVALID;
 	}
@@ -779,7 +762,7 @@ parse_name_hosts(struct rd *r, struct sealed_secret *s, const char **why)
 	*why = "malformed payload";
 	if (rd_uint(r, 1, &n) != 0 || rd_bytes(r, n, &b) != 0)
 		return SL_ERR_INVALID;
-	if (!name_ok((const char *)b, n)) {
+	if (!secret_name_ok((const char *)b, n)) {
 		*why = "bad name";
 		return SL_ERR_INVALID;
 	}

@@ -50,7 +50,7 @@
 #define SEALED_MAX_VALUE	8192	/* a header value */
 #define SEALED_MAX_DOC		32768	/* a pem or json value */
 #define SEALED_MAX_HOSTS	16
-#define SEALED_NAME_MAX		64
+#define SEALED_NAME_MAX		SECRET_NAME_MAX
 #define SEALED_MAX_BLOB		(64u * 1024)	/* a whole sealed file */
 
 /* A gateway key: the X25519 pair that opens sealed secrets. */

@@ -34,6 +34,7 @@ struct secret_store;
 struct ssl_ctx_st;
 struct state;
 struct tlsup;
+struct spend;
 struct upool;
 
 TAILQ_HEAD(conn_list, conn);
@@ -52,6 +53,7 @@ struct loop {
 	const struct secret_store *secrets;	/* NULL: secrets are off */
 	struct resolver		*res;
 	struct upool		*upool;		/* idle intercepted upstreams */
+	struct spend		*spend;		/* budgets, shared by all */
 	struct state		*st;		/* the snapshot in force here (ref) */
 	struct dns_worker	*dns;		/* the DNS filter's state (dns.c) */
 	struct conn_list	 conns;

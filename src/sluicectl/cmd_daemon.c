@@ -21,6 +21,26 @@
 
 /* ---- secrets ------------------------------------------------------------ */
 
+/* "USED/LIMIT/min USED/LIMIT/day" of a budget object, "-" for none. */
+static void
+budget_cell(struct table *t, const json_t *b)
+{
+	const json_t *m = json_object_get(b, "requests_per_minute");
+	const json_t *d = json_object_get(b, "requests_per_day");
+	char buf[96] = "", *p = buf;
+
+	if (json_is_object(m))
+		p += snprintf(p, sizeof(buf), "%lld/%lld/min",
+		    (long long)json_integer_value(json_object_get(m, "used")),
+		    (long long)json_integer_value(json_object_get(m, "limit")));
+	if (json_is_object(d))
+		snprintf(p, sizeof(buf) - (size_t)(p - buf), "%s%lld/%lld/day",
+		    p > buf ? " " : "",
+		    (long long)json_integer_value(json_object_get(d, "used")),
+		    (long long)json_integer_value(json_object_get(d, "limit")));
+	table_add(t, buf[0] != '\0' ? buf : "-");
+}
+
 int
 cmd_secret_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 {
@@ -33,7 +53,7 @@ cmd_secret_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	if ((rc = api_view(ctl, c, argc, argv, "/v1/secrets", &ans)) !=
 	    CMD_GO)
 		return rc;
-	table_init(&t, 6);
+	table_init(&t, 7);
 	t.right = 1u << 2;
 	table_add(&t, "NAME");
 	table_add(&t, "KIND");
@@ -41,6 +61,7 @@ cmd_secret_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	table_add(&t, "FINGERPRINT");
 	table_add(&t, "HOSTS");
 	table_add(&t, "LOADED");
+	table_add(&t, "BUDGET");
 	list = json_object_get(ans, "secrets");
 	json_array_foreach(list, i, s) {
 		fp = json_object_get(s, "hosts");
@@ -53,6 +74,7 @@ cmd_secret_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 		else
 			table_add(&t, "(any)");
 		table_addj(&t, json_object_get(s, "loaded"), ",");
+		budget_cell(&t, json_object_get(s, "budget"));
 	}
 	rc = table_show(&t, c);
 	json_decref(ans);

@@ -44,6 +44,7 @@ struct wmetrics {
 	struct mtable	dns;		/* verdict, "" */
 	struct mtable	injections;	/* secret, "" */
 	struct mtable	redactions;	/* rule, "head" or "body" */
+	struct mtable	budget_refusals;	/* scope/window, secret */
 	struct mhist	handshake;	/* accept to verdict */
 	struct mhist	decision;	/* first bytes complete to verdict */
 };

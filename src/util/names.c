@@ -430,3 +430,19 @@ nameset_count(const struct nameset *s)
 		return 0;
 	return s->exact.n + s->wild.n;
 }
+
+int
+secret_name_ok(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len < 1 || len > SECRET_NAME_MAX)
+		return 0;
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= 'A' && s[i] <= 'Z') ||
+		    (s[i] >= '0' && s[i] <= '9') ||
+		    s[i] == '.' || s[i] == '_' || s[i] == '-'))
+			return 0;
+	return 1;
+}

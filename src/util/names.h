@@ -7,6 +7,10 @@
 
 #define NAME_MAXLEN	253
 #define NAME_BUFSZ	(NAME_MAXLEN + 1)
+#define SECRET_NAME_MAX	64
+
+/* Whether s[0..len) is a secret's name: 1 to 64 of [A-Za-z0-9._-]. */
+int	secret_name_ok(const char *s, size_t len);
 
 /*
  * Normalises a name from the wire (SNI, Host, DNS): ASCII only (an IDN

@@ -780,3 +780,29 @@ ycheck_sort(struct ycheck *c, size_t from)
 		c->errs->msgs[from + i] = refs[i].msg;
 	free(refs);
 }
+
+void
+ycheck_uint(struct ycheck *x, const struct ynode *map, const char *parent,
+    const char *key, unsigned long long lo, unsigned long long hi,
+    unsigned *dst)
+{
+	const struct ynode *n;
+	unsigned long long v = 0;
+	char path[64], e[80];
+	int r;
+
+	snprintf(path, sizeof(path), "%s.%s", parent, key);
+	if ((n = ynode_get(map, key)) == NULL || !ycheck_string(x, n, path))
+		return;
+	if ((r = yparse_uint(n->scalar, hi, &v)) == SL_ERR_INVALID) {
+		ycheck_err(x, n->line, n->col, "'%s': '%s' is not a positive integer",
+		    path, yesc(n->scalar, e, sizeof(e)));
+		return;
+	}
+	if (r != 0 || v < lo || v > hi) {
+		ycheck_err(x, n->line, n->col, "'%s': %s is out of range %llu..%llu",
+		    path, yesc(n->scalar, e, sizeof(e)), lo, hi);
+		return;
+	}
+	*dst = (unsigned)v;
+}

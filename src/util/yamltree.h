@@ -88,5 +88,12 @@ const char *yesc(const char *s, char *buf, size_t len);
 /* Decimal digits only, at most max: 0, SL_ERR_INVALID or SL_ERR_TOO_BIG. */
 int	yparse_uint(const char *s, unsigned long long max,
 	    unsigned long long *out);
+/*
+ * The integer at key of map (absent: *dst unchanged) into *dst, within
+ * lo..hi; errors name it "PARENT.KEY".
+ */
+void	ycheck_uint(struct ycheck *x, const struct ynode *map,
+	    const char *parent, const char *key, unsigned long long lo,
+	    unsigned long long hi, unsigned *dst);
 
 #endif

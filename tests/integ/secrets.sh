@@ -63,7 +63,8 @@ rnd() { head -c 12 /dev/urandom | base64 | tr -d '\n=' | tr '+/' 'xy'; }
 TOK1="t1-$(rnd)/+=&?$(rnd)" TOK2="t2-$(rnd)/+=&?$(rnd)" TOK3="t3-$(rnd)~!$(rnd)"
 TOK4="t4-$(rnd)%$(rnd)" TOK5="t5-$(rnd):$(rnd)" TOKX="tx-$(rnd)@$(rnd)"
 BASIC="user-$(rnd):pw/$(rnd)" OTHER="o-$(rnd)$(rnd)"
-ALL_VALUES=("$TOK1" "$TOK2" "$TOK3" "$TOK4" "$TOK5" "$TOKX" "$BASIC" "$OTHER")
+METER="m-$(rnd)" GMETER="g-$(rnd)"
+ALL_VALUES=("$TOK1" "$TOK2" "$TOK3" "$TOK4" "$TOK5" "$TOKX" "$BASIC" "$OTHER" "$METER" "$GMETER")
 printf '%s\n' "${ALL_VALUES[@]}" >"$WORK/canary-values"
 
 # ---------------------------------------------------------------- keys and sealing
@@ -153,7 +154,9 @@ world_load_nft >>"$WORK/world.log" 2>&1 || setup_fail "cannot load contrib/sluic
 mkdir -p "$SECDIR" "$POLDIR"
 put_file tok 1 "$TOK1" || setup_fail "sealing tok: $(tail -1 "$WORK/seal.log")"
 seal "$KEYS/gateway.pub" basic 1 "$BASIC" allowed.test >"$SECDIR/basic.sealed" &&
-seal "$KEYS/gateway.pub" other 1 "$OTHER" other.test >"$SECDIR/other.sealed" ||
+seal "$KEYS/gateway.pub" other 1 "$OTHER" other.test >"$SECDIR/other.sealed" &&
+seal "$KEYS/gateway.pub" metered 1 "$METER" allowed.test >"$SECDIR/metered.sealed" &&
+seal "$KEYS/gateway.pub" gmeter 1 "$GMETER" allowed.test >"$SECDIR/gmeter.sealed" ||
     setup_fail "sealing: $(tail -1 "$WORK/seal.log")"
 
 # mTLS: a client CA, the client's key and certificate (sealed together as
@@ -182,7 +185,17 @@ cat >"$POLDIR/sec.yaml" <<EOF
 name: sec
 egress:
   default: deny
+budgets:
+  - {secret: metered, requests_per_minute: 30}
 intercept:
+  - name: metered
+    match: {host: allowed.test, path: /metered}
+    inject:
+      set: {x-api-key: "{{secret:metered}}"}
+  - name: gmetered
+    match: {host: allowed.test, path: /gmetered}
+    inject:
+      set: {x-api-key: "{{secret:gmeter}}"}
   - name: cookies
     match: {host: allowed.test, path: /reflect, query: {keep: "1"}}
     inject:
@@ -246,6 +259,8 @@ upstream_ca: $CA
 audit: {path: $AUDIT, fsync: always}
 workers: 2
 timeouts: {handshake: 5s, idle: 30s, connect: 3s}
+budgets:
+  - {secret: gmeter, requests_per_day: 2}
 EOF
 : >"$AUDIT"
 "$SLUICED" -c "$WORK/sluiced.yaml" --check >"$WORK/check.log" 2>&1 ||
@@ -644,7 +659,7 @@ ka_stop
 api_list() {
 	api GET /v1/secrets
 	[ "$st" = 200 ] || { why="GET /v1/secrets: $st"; return 1; }
-	jq -e '[.secrets[].name] == ["basic", "ccert", "other", "tok"]' <<<"$out" >/dev/null &&
+	jq -e '[.secrets[].name] == ["basic", "ccert", "gmeter", "metered", "other", "tok"]' <<<"$out" >/dev/null &&
 	jq -e '.secrets[] | select(.name == "tok") | .kind == "header" and .version == 5 and (.fingerprint | test("^[0-9a-f]{32}$")) and .hosts == ["allowed.test"] and .source == "api"' <<<"$out" >/dev/null &&
 	jq -e '.secrets[] | select(.name == "other") | .hosts == ["other.test"] and .source == "file"' <<<"$out" >/dev/null ||
 	    { why="GET /v1/secrets: $(short "$out")"; return 1; }
@@ -737,6 +752,56 @@ check mtls_none mtls_none
 check mtls_switch mtls_switch
 check mtls_unbound mtls_unbound
 check mtls_audit mtls_audit
+
+# ================================================================ budgets
+# The sandbox's policy gives metered 30 a minute; sluiced.yaml gives gmeter
+# 2 a day over all sandboxes.  Beyond: 429, Retry-After, the secret and the
+# budget named, an audit record, a metric; the use shows in the API.
+
+budget_sandbox() {
+	local -a urls=()
+	local i off ra
+	off=$(audit_lines)
+	snap
+	for i in $(seq 30); do urls+=(https://allowed.test/metered -o /dev/null); done
+	hc "${urls[@]}"
+	[ "$cst" = "$(printf '200%.0s' $(seq 30))" ] || { why="30 within the budget: $cst"; return 1; }
+	hc https://allowed.test/metered
+	cwant 429 '.reason == "budget-exceeded"' '.secret == "metered"' '.budget == "requests_per_minute"' \
+	    '.scope == "sandbox"' '.retry_after == 1 or .retry_after == 2' || return 1
+	ra=$(jq .retry_after "$WORK/c.b")
+	# the time the 30 took came back already: one each 2 s
+	grep -qix "retry-after: $ra" <<<"$chdrs" || { why="no Retry-After: $ra"; return 1; }
+	upx 'allowed-tls.requests=30' || return 1
+	audit_has "$off" "type=budget_exceeded sandbox=box secret=metered budget=requests_per_minute scope=sandbox limit=30 retry_after=$ra" \
+	    'type=request action=deny reason=budget-exceeded rule=intercept:metered status=429' || return 1
+	api GET /v1/sandboxes/box
+	jq -e '.budgets == [{"secret": "metered", "requests_per_minute": {"limit": 30, "used": 30}, "requests_per_day": null}] or .budgets == [{"secret": "metered", "requests_per_minute": {"limit": 30, "used": 29}, "requests_per_day": null}]' <<<"$out" >/dev/null ||
+	    { why="GET box: $(jq -c .budgets <<<"$out")"; return 1; }
+	# one more comes every two seconds
+	sleep 2.2
+	hc https://allowed.test/metered
+	cwant 200
+}
+budget_gateway() {
+	hc https://allowed.test/gmetered -o /dev/null https://allowed.test/gmetered
+	[ "$cst" = 200200 ] || { why="2 within the budget: $cst"; return 1; }
+	hc https://allowed.test/gmetered
+	cwant 429 '.secret == "gmeter"' '.budget == "requests_per_day"' '.scope == "gateway"' \
+	    '.retry_after > 40000' || return 1
+	api GET /v1/secrets/gmeter
+	jq -e '.budget == {"secret": "gmeter", "requests_per_minute": null, "requests_per_day": {"limit": 2, "used": 2}}' <<<"$out" >/dev/null ||
+	    { why="GET gmeter: $(short "$out")"; return 1; }
+	"${SECTL[@]}" secret ls >"$WORK/ls3.out" 2>&1 &&
+	grep -Eq '^gmeter .* 2/2/day$' "$WORK/ls3.out" && grep -Eq '^tok .* -$' "$WORK/ls3.out" ||
+	    { why="secret ls: $(short "$(cat "$WORK/ls3.out")")"; return 1; }
+	out=$(ip netns exec "$NS_GW" curl -sS --max-time 5 http://127.0.0.1:19464/metrics)
+	grep -Eq '^sluice_budget_refusals_total\{budget="gateway/day",secret="gmeter"\} 1$' <<<"$out" &&
+	grep -Eq '^sluice_budget_refusals_total\{budget="sandbox/minute",secret="metered"\} 1$' <<<"$out" ||
+	    { why="metrics: $(grep budget <<<"$out" | tr '\n' ' ')"; return 1; }
+}
+check budget_sandbox budget_sandbox
+check budget_gateway budget_gateway
 
 # ================================================================ kinds
 # A json or pem document is sealed with --kind, keeps its newlines, and

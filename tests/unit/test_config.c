@@ -255,6 +255,34 @@ test_log_format(void **state)
 	errlist_free(&el);
 }
 
+/* budgets: per credential, over all sandboxes (conf/budget.h parses). */
+static void
+test_budgets(void **state)
+{
+	static const char base[] = "listen: {proxy: [\"127.0.0.1:3128\"]}\n"
+	    "resolvers: [\"1.1.1.1\"]\npolicy_dir: /p\n";
+	struct errlist el = ERRLIST_INIT;
+	struct config *c = NULL;
+	const struct budget_rule *b;
+	char y[512];
+
+	(void)state;
+	snprintf(y, sizeof(y), "%sbudgets:\n  - {secret: aws, "
+	    "requests_per_day: 100000}\n", base);
+	assert_int_equal(config_parse("/e/s.yaml", y, strlen(y), &c, &el), 0);
+	assert_non_null(b = budget_find(&c->budgets, "aws"));
+	assert_int_equal(b->per_day, 100000);
+	assert_int_equal(b->per_minute, 0);
+	config_free(c);
+	c = NULL;
+	snprintf(y, sizeof(y), "%sbudgets: [{secret: aws}]\n", base);
+	assert_int_equal(config_parse("/e/s.yaml", y, strlen(y), &c, &el),
+	    SL_ERR_INVALID);
+	assert_non_null(strstr(el.msgs[el.n - 1], "/e/s.yaml:4:"));
+	assert_non_null(strstr(el.msgs[el.n - 1], "needs 'requests_per_minute'"));
+	errlist_free(&el);
+}
+
 static void
 test_defaults(void **state)
 {
@@ -782,6 +810,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_file),
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_budgets),
 		cmocka_unit_test(test_relative_paths),
 		cmocka_unit_test(test_log_format),
 		cmocka_unit_test(test_scalar_forms),

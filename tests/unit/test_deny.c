@@ -36,7 +36,8 @@ static void
 t_denied(void **state)
 {
 	struct deny_what d = { 403, "denied", "api.example.com", "agent",
-	    "intercept:r1", "no-matching-rule", "not allowed" };
+	    "intercept:r1", "no-matching-rule", "not allowed", NULL, NULL, NULL,
+	    0 };
 	size_t len, clen;
 	char *resp;
 	json_t *o;
@@ -57,6 +58,8 @@ t_denied(void **state)
 	    "intercept:r1");
 	assert_string_equal(json_string_value(json_object_get(o, "reason")),
 	    "no-matching-rule");
+	assert_null(json_object_get(o, "budget"));
+	assert_null(strstr(resp, "Retry-After"));
 	json_decref(o);
 	free(resp);
 
@@ -68,6 +71,37 @@ t_denied(void **state)
 	assert_non_null(o = body_of(resp, len, &clen));
 	assert_true(json_is_null(json_object_get(o, "host")));
 	assert_true(json_is_null(json_object_get(o, "rule")));
+	json_decref(o);
+	free(resp);
+}
+
+/* A budget used up: 429, Retry-After, and which secret and budget. */
+static void
+t_budget(void **state)
+{
+	struct deny_what d = { 429, "refused", "api.example.com", "agent",
+	    "intercept:r1", "budget-exceeded", "used up", "gh-token",
+	    "requests_per_minute", "sandbox", 7 };
+	size_t len, clen;
+	char *resp;
+	json_t *o;
+
+	(void)state;
+	assert_non_null(resp = deny_http(&d, 1, &len));
+	assert_true(strncmp(resp, "HTTP/1.1 429 Too Many Requests\r\n", 32) ==
+	    0);
+	assert_non_null(strstr(resp, "\r\nRetry-After: 7\r\n"));
+	assert_non_null(o = body_of(resp, len, &clen));
+	assert_string_equal(json_string_value(json_object_get(o, "secret")),
+	    "gh-token");
+	assert_string_equal(json_string_value(json_object_get(o, "budget")),
+	    "requests_per_minute");
+	assert_string_equal(json_string_value(json_object_get(o, "scope")),
+	    "sandbox");
+	assert_int_equal(json_integer_value(json_object_get(o, "retry_after")),
+	    7);
+	assert_string_equal(json_string_value(json_object_get(o, "reason")),
+	    "budget-exceeded");
 	json_decref(o);
 	free(resp);
 }
@@ -100,6 +134,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_denied),
 		cmocka_unit_test(t_proxy_error),
+		cmocka_unit_test(t_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

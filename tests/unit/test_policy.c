@@ -725,6 +725,50 @@ test_forward_upstream(void **state)
 }
 
 static void
+test_budgets(void **state)
+{
+	struct policy *p;
+	const struct budget_rule *b;
+
+	(void)state;
+	p = parse_ok("name: p\nbudgets:\n"
+	    "  - {secret: gh-token, requests_per_minute: 60}\n"
+	    "  - {secret: aws, requests_per_day: 1000, requests_per_minute: 5}\n");
+	assert_int_equal(p->budgets.n, 2);
+	assert_non_null(b = budget_find(&p->budgets, "gh-token"));
+	assert_int_equal(b->per_minute, 60);
+	assert_int_equal(b->per_day, 0);
+	assert_int_equal(b->line, 3);
+	assert_non_null(b = budget_find(&p->budgets, "aws"));
+	assert_int_equal(b->per_minute, 5);
+	assert_int_equal(b->per_day, 1000);
+	assert_null(budget_find(&p->budgets, "other"));
+	policy_free(p);
+	p = parse_ok("name: p\n");
+	assert_int_equal(p->budgets.n, 0);
+	assert_null(budget_find(&p->budgets, "aws"));
+	policy_free(p);
+	expect_error("name: p\nbudgets: {secret: a}\n",
+	    "p.yaml:2:10: 'budgets' must be a list");
+	expect_error("name: p\nbudgets: [{requests_per_minute: 1}]\n",
+	    "'budgets' item needs 'secret'");
+	expect_error("name: p\nbudgets: [{secret: a}]\n",
+	    "'budgets' item needs 'requests_per_minute' or 'requests_per_day'");
+	expect_error("name: p\nbudgets: [{secret: \"a b\", "
+	    "requests_per_day: 1}]\n", "'budgets': 'a b' is not a secret name");
+	expect_error("name: p\nbudgets: [{secret: a, requests_per_day: 0}]\n",
+	    "'budgets.requests_per_day': 0 is out of range 1..1000000000");
+	expect_error("name: p\nbudgets: [{secret: a, requests_per_day: -1}]\n",
+	    "'budgets.requests_per_day': '-1' is not a positive integer");
+	expect_error("name: p\nbudgets: [{secret: a, requests_per_day: 1}, "
+	    "{secret: a, requests_per_minute: 1}]\n",
+	    "'budgets': the secret 'a' has two budgets");
+	expect_error("name: p\nbudgets: [{secret: a, requests_per_hour: 1}]\n",
+	    "unknown key 'requests_per_hour' in budgets");
+	expect_error("name: p\nbudgets: [a]\n", "'budgets' items must be maps");
+}
+
+static void
 test_keep_cookies(void **state)
 {
 	struct policy *p;
@@ -1396,6 +1440,7 @@ main(void)
 		cmocka_unit_test(test_forward_upstream),
 		cmocka_unit_test(test_client_cert),
 		cmocka_unit_test(test_keep_cookies),
+		cmocka_unit_test(test_budgets),
 		cmocka_unit_test(test_allow_method_override),
 		cmocka_unit_test(test_every_error_reported),
 		cmocka_unit_test(test_load_errors),
