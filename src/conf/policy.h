@@ -52,6 +52,8 @@ struct intercept_rule {
 				 * values are templates: text with
 				 * {{secret:NAME}} or {{secret:NAME | base64}} */
 	char		**inject_remove; size_t ninject_remove;	/* lowercased */
+	char		**placeholders; size_t nplaceholders;	/* inject: secrets
+				 * whose placeholders are swapped for them */
 	int		 keep_cookies;	/* inject: the answer's Set-Cookie
 					 * reaches the sandbox (else dropped) */
 	char		*forward_to;	/* https URL */
@@ -115,6 +117,7 @@ void	policy_free(struct policy *p);	/* drops a reference; accepts NULL */
 #define POLICY_MAX_BYTES	(4u << 20)
 #define POLICY_MAX_NODES	1000000u	/* YAML nodes of one policy */
 #define POLICY_MAX_INJECT	32	/* headers one rule sets, and removes */
+#define POLICY_MAX_PLACEHOLDERS	8	/* secrets one rule swaps placeholders of */
 
 /* Whether s names a policy, rule or sandbox: [A-Za-z0-9][A-Za-z0-9._-]{0,62}. */
 int	policy_name_valid(const char *s);

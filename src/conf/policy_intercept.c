@@ -513,6 +513,52 @@ parse_inject_remove(struct ycheck *x, const struct ynode *s,
 	}
 }
 
+/* inject.placeholders: the secrets whose placeholders the rule swaps. */
+static void
+parse_placeholders(struct ycheck *x, const struct ynode *s,
+    struct intercept_rule *r)
+{
+	const struct ynode *it;
+	char e[80];
+	size_t i, j;
+
+	if (s->kind != YNODE_SEQ) {
+		ycheck_err(x, s->line, s->col, "'inject.placeholders' must be a "
+		    "list");
+		return;
+	}
+	if (s->n > POLICY_MAX_PLACEHOLDERS) {
+		ycheck_err(x, s->line, s->col, "'inject.placeholders' names "
+		    "more than %d secrets", POLICY_MAX_PLACEHOLDERS);
+		return;
+	}
+	if (s->n == 0)
+		return;
+	if ((r->placeholders = calloc(s->n, sizeof(char *))) == NULL) {
+		x->nomem = 1;
+		return;
+	}
+	for (i = 0; i < s->n; i++) {
+		it = s->items[i];
+		if (!ycheck_string(x, it, "inject.placeholders"))
+			continue;
+		if (!secret_name_ok(it->scalar, it->scalar_len)) {
+			ycheck_err(x, it->line, it->col, "'inject.placeholders': "
+			    "'%s' is not a secret name (1 to 64 of "
+			    "[A-Za-z0-9._-])", yesc(it->scalar, e, sizeof(e)));
+			continue;
+		}
+		for (j = 0; j < r->nplaceholders; j++)
+			if (strcmp(r->placeholders[j], it->scalar) == 0)
+				ycheck_err(x, it->line, it->col,
+				    "'inject.placeholders': '%s' is named twice",
+				    it->scalar);
+		if (dup_string(x, it->scalar,
+		    &r->placeholders[r->nplaceholders]) == 0)
+			r->nplaceholders++;
+	}
+}
+
 /* A true or false at n into *out; 0, or -1 after reporting. */
 static int
 parse_flag(struct ycheck *x, const struct ynode *n, const char *path,
@@ -539,7 +585,7 @@ parse_inject(struct ycheck *x, const struct ynode *m,
     struct intercept_rule *r)
 {
 	static const char *const keys[] = { "set", "remove", "keep_cookies",
-	    NULL };
+	    "placeholders", NULL };
 	const struct ynode *n;
 
 	r->action = ICPT_INJECT;
@@ -554,9 +600,12 @@ parse_inject(struct ycheck *x, const struct ynode *m,
 		parse_inject_remove(x, n, r);
 	if ((n = ynode_get(m, "keep_cookies")) != NULL)
 		parse_flag(x, n, "inject.keep_cookies", &r->keep_cookies);
-	if (!nonempty(ynode_get(m, "set")) && !nonempty(ynode_get(m, "remove")))
+	if ((n = ynode_get(m, "placeholders")) != NULL)
+		parse_placeholders(x, n, r);
+	if (!nonempty(ynode_get(m, "set")) && !nonempty(ynode_get(m, "remove")) &&
+	    !nonempty(ynode_get(m, "placeholders")))
 		ycheck_err(x, m->line, m->col, "'inject' needs 'set' or "
-		    "'remove' with at least one header");
+		    "'remove' with at least one header, or 'placeholders'");
 }
 
 static void

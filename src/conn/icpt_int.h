@@ -464,4 +464,14 @@ int	icpt_budget_take(struct icpt *ic, const struct inject *inj);
 size_t	icpt_budget_items(const struct conn *c, const struct secret *s,
 	    struct spend_item *items, size_t n);
 
+/*
+ * icpt_ph.c: the placeholders of rule (an inject rule) swapped in the
+ * head and the target, into inj and the scratch after *wipe (moved on);
+ * any placeholder of the sandbox left refuses the request (403
+ * placeholder-elsewhere).  0, or -1 after refusing.
+ */
+int	icpt_placeholders(struct icpt *ic, const struct http_head *h,
+	    const struct intercept_rule *rule, char *target, size_t target_cap,
+	    struct inject *inj, size_t *wipe, int ka_close);
+
 #endif

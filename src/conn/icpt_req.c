@@ -218,6 +218,9 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 	ic->cur.reason = rule == &observe_rule ? "observe" : "intercept-rule";
 	if (rule == &observe_rule)
 		ic->cur.rule[0] = '\0';
+	if (icpt_placeholders(ic, h, rule, target, target_len, inj, wipe,
+	    ka_close) != 0)
+		return NULL;
 	return rule;
 }
 
@@ -548,6 +551,7 @@ take_head(struct icpt *ic, const struct http_head *h)
 	char target[2 * ICPT_PATH_MAX];	/* path, '?', query */
 
 	memset(&inj, 0, sizeof(inj));
+	target[0] = '\0';
 	rule = judge(ic, h, target, sizeof(target), &inj, &wipe);
 	/* A client certificate is a credential the request gets, like a header. */
 	if (rule != NULL && rule->action == ICPT_FORWARD)
@@ -556,8 +560,11 @@ take_head(struct icpt *ic, const struct http_head *h)
 		forward_head(ic, h, rule, target,
 		    rule->action == ICPT_INJECT || rule->client_cert != NULL ?
 		    &inj : NULL);
-	if (wipe > 0)
+	if (wipe > 0) {
 		sodium_memzero(loop_scratch(ic->c->l), wipe);
+		/* A query may have got a value in place of a placeholder. */
+		sodium_memzero(target, strlen(target));
+	}
 	inject_release(&inj);	/* what forward_head did not take */
 }
 

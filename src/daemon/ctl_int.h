@@ -92,6 +92,8 @@ json_t	*ctl_sources_json(const struct sandbox *sb);
  * "requests_per_day": {...}}]; sandbox NULL: the gateway's budgets.
  */
 struct budget_list;
+void	ctl_placeholder(struct daemon *d, const char *id,
+	    const struct ctl_req *q, struct ctl_resp *r);
 json_t	*ctl_budgets_json(struct daemon *d, const struct budget_list *l,
 	    const char *sandbox);
 /* t as "YYYY-MM-DDTHH:MM:SSZ". */

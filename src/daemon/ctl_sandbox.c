@@ -920,6 +920,11 @@ ctl_sandboxes(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 			set_mode(d, id, q, r);
 		else
 			ctl_reply_method(r, "PUT");
+	} else if (strcmp(rest, "/placeholders") == 0) {
+		if (strcmp(m, "POST") == 0)
+			ctl_placeholder(d, id, q, r);
+		else
+			ctl_reply_method(r, "POST");
 	} else
 		ctl_reply_error(r, 404, NULL, "no such path: %.128s", q->path);
 	return 1;

@@ -14,8 +14,10 @@
 #include <unistd.h>
 
 #include "util/clock.h"
+#include "util/names.h"
 #include "conf/budget.h"
 #include "conf/config.h"
+#include "keys/placeholder.h"
 #include "keys/sealed.h"
 #include "keys/secrets.h"
 #include "loop/spend.h"
@@ -257,4 +259,46 @@ ctl_secrets(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 	else
 		ctl_reply_method(r, "GET, PUT, DELETE");
 	return 1;
+}
+
+/*
+ * POST /v1/sandboxes/ID/placeholders {"secret": NAME}: the placeholder of
+ * that sandbox for that secret, the same every time (placeholder.h).  The
+ * secret need not be there yet; a rule swaps it only once it is.
+ */
+void
+ctl_placeholder(struct daemon *d, const char *id, const struct ctl_req *q,
+    struct ctl_resp *r)
+{
+	static const char *const keys[] = { "secret", NULL };
+	char ph[PH_LEN + 1];
+	const json_t *v;
+	const char *name;
+	json_t *o;
+
+	if ((o = ctl_body_object(q, r, keys)) == NULL)
+		return;
+	if (d->secrets == NULL) {
+		ctl_reply_error(r, 409, NULL, "secrets are off (no gateway_key "
+		    "and secret_dir)");
+		goto out;
+	}
+	if (state_sandbox(d->state, id) == NULL) {
+		ctl_reply_error(r, 404, NULL, "no sandbox '%s'", id);
+		goto out;
+	}
+	if ((v = json_object_get(o, "secret")) == NULL || !json_is_string(v) ||
+	    !secret_name_ok((name = json_string_value(v)),
+	    json_string_length(v))) {
+		ctl_reply_error(r, 400, NULL, "'secret' must be a secret name "
+		    "(1 to 64 of [A-Za-z0-9._-])");
+		goto out;
+	}
+	placeholder_of(d->secrets, id, name, ph);
+	ctl_audit(d, "placeholder_issued", q->uid, json_pack("{s:s, s:s}",
+	    "sandbox", id, "secret", name));
+	ctl_reply_json(r, 200, json_pack("{s:s, s:s, s:s}", "sandbox", id,
+	    "secret", name, "placeholder", ph));
+ out:
+	json_decref(o);
 }

@@ -19,6 +19,8 @@ struct secret;
 struct secret_set;
 
 #define INJECT_MAX_SECRETS	4	/* distinct secrets one request gets */
+#define INJECT_MAX_SWAPPED	16	/* header names a placeholder swap sets again */
+#define INJECT_MAX_ADD		(POLICY_MAX_INJECT + 1 + 2 * INJECT_MAX_SWAPPED)
 #define INJECT_BUF		(64u * 1024)	/* rendered values, together */
 
 enum inject_result {
@@ -31,14 +33,14 @@ enum inject_result {
 
 struct inject {
 	/* The headers to set (the rule's, then Accept-Encoding: identity). */
-	struct http_add	 add[POLICY_MAX_INJECT + 1];
+	struct http_add	 add[INJECT_MAX_ADD];
 	size_t		 nadd;
 	/*
 	 * The headers to remove: the rule's, Range and If-Range (an
 	 * upstream that serves ranges of an echoed credential would hand it
 	 * back in pieces too short to redact), and every one set.
 	 */
-	const char	*drop[POLICY_MAX_INJECT + 2];
+	const char	*drop[POLICY_MAX_INJECT + 2 + INJECT_MAX_SWAPPED];
 	size_t		 ndrop;
 	/* The secrets used, each with a reference. */
 	struct secret	*used[INJECT_MAX_SECRETS];

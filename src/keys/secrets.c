@@ -31,6 +31,7 @@
 #include "keys/secrets.h"
 
 #define FP_CONTEXT	"sluice secret fingerprint v1"
+#define PH_CONTEXT	"sluice placeholder key v1"
 
 /* ---- secrets -------------------------------------------------------- */
 
@@ -328,6 +329,7 @@ secret_store_free(struct secret_store *st)
 		gwkey_free(st->keys[i]);
 	free(st->keys);
 	sodium_free(st->fpkey);
+	sodium_free(st->phkey);
 	free(st->dir);
 	free(st);
 }
@@ -338,21 +340,32 @@ secret_store_free(struct secret_store *st)
  * and reveal nothing to whoever lacks it.
  */
 static int
-derive_fpkey(struct secret_store *st)
+derive_key(struct secret_store *st, const char *context, uint8_t **out)
 {
 	struct gwkey *k = st->keys[0];
 	int r;
 
-	if ((st->fpkey = sodium_malloc(crypto_generichash_KEYBYTES)) == NULL)
+	if ((*out = sodium_malloc(crypto_generichash_KEYBYTES)) == NULL)
 		return SL_ERR_NOMEM;
 	sodium_mprotect_readonly(k->sk);
-	r = crypto_generichash(st->fpkey, crypto_generichash_KEYBYTES,
-	    (const uint8_t *)FP_CONTEXT, sizeof(FP_CONTEXT) - 1, k->sk, 32);
+	r = crypto_generichash(*out, crypto_generichash_KEYBYTES,
+	    (const uint8_t *)context, strlen(context), k->sk, 32);
 	sodium_mprotect_noaccess(k->sk);
 	if (r != 0)
 		return SL_ERR_INTERNAL;
-	sodium_mprotect_readonly(st->fpkey);
+	sodium_mprotect_readonly(*out);
 	return 0;
+}
+
+/* The fingerprint key, and the placeholders' (the same way, apart). */
+static int
+derive_fpkey(struct secret_store *st)
+{
+	int r;
+
+	if ((r = derive_key(st, FP_CONTEXT, &st->fpkey)) != 0)
+		return r;
+	return derive_key(st, PH_CONTEXT, &st->phkey);
 }
 
 int

@@ -80,6 +80,7 @@ struct secret_store {
 	struct gwkey	**keys;
 	size_t		 nkeys;
 	uint8_t		*fpkey;		/* guarded: the fingerprint key */
+	uint8_t		*phkey;		/* guarded: the placeholders' key */
 	char		*dir;		/* NULL: no folder */
 };
 

@@ -518,3 +518,37 @@ cmd_sandbox_rm(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	json_decref(ans);
 	return rc;
 }
+
+/* sandbox placeholder ID SECRET: the placeholder the sandbox may hold. */
+int
+cmd_sandbox_placeholder(struct ctl *ctl, const struct cmd *c, int argc,
+    char **argv)
+{
+	char target[TARGET_MAX];
+	json_t *ans = NULL, *body;
+	const char *ph;
+	int rc, first;
+
+	if ((rc = cmd_args(ctl, c, argc, argv, 2, 2, &first)) != CMD_GO ||
+	    (rc = sandbox_target(c, target, argv[first], "/placeholders")) !=
+	    CMD_GO)
+		return rc;
+	if ((body = json_pack("{s:s}", "secret", argv[first + 1])) == NULL) {
+		cmd_err(c, "out of memory");
+		return EXIT_FAIL;
+	}
+	rc = api_json(ctl, c, "POST", target, body, &ans);
+	json_decref(body);
+	if (rc != EXIT_OK)
+		return rc;
+	if (ctl->json)
+		rc = print_json(ans) == 0 ? EXIT_OK : EXIT_FAIL;
+	else if ((ph = json_string_value(json_object_get(ans,
+	    "placeholder"))) != NULL) {
+		fput_safe(ph, stdout);
+		fputc('\n', stdout);
+	} else
+		rc = EXIT_FAIL;
+	json_decref(ans);
+	return rc;
+}

@@ -26,6 +26,7 @@ static const struct cmd cmds[] = {
 	{ "sandbox", "set-mode", "ID observe --until DUR | ID enforce",
 	    cmd_sandbox_set_mode },
 	{ "sandbox", "rm", "ID", cmd_sandbox_rm },
+	{ "sandbox", "placeholder", "ID SECRET", cmd_sandbox_placeholder },
 	{ "policy", "ls", "", cmd_policy_ls },
 	{ "policy", "put", "FILE", cmd_policy_put },
 	{ "policy", "check", "FILE...", cmd_policy_check },

@@ -77,6 +77,7 @@ int	cmd_sandbox_ca(struct ctl *, const struct cmd *, int, char **);
 int	cmd_sandbox_set_policy(struct ctl *, const struct cmd *, int, char **);
 int	cmd_sandbox_set_mode(struct ctl *, const struct cmd *, int, char **);
 int	cmd_sandbox_rm(struct ctl *, const struct cmd *, int, char **);
+int	cmd_sandbox_placeholder(struct ctl *, const struct cmd *, int, char **);
 
 /* cmd_daemon.c */
 int	cmd_secret_ls(struct ctl *, const struct cmd *, int, char **);

@@ -63,8 +63,8 @@ rnd() { head -c 12 /dev/urandom | base64 | tr -d '\n=' | tr '+/' 'xy'; }
 TOK1="t1-$(rnd)/+=&?$(rnd)" TOK2="t2-$(rnd)/+=&?$(rnd)" TOK3="t3-$(rnd)~!$(rnd)"
 TOK4="t4-$(rnd)%$(rnd)" TOK5="t5-$(rnd):$(rnd)" TOKX="tx-$(rnd)@$(rnd)"
 BASIC="user-$(rnd):pw/$(rnd)" OTHER="o-$(rnd)$(rnd)"
-METER="m-$(rnd)" GMETER="g-$(rnd)"
-ALL_VALUES=("$TOK1" "$TOK2" "$TOK3" "$TOK4" "$TOK5" "$TOKX" "$BASIC" "$OTHER" "$METER" "$GMETER")
+METER="m-$(rnd)" GMETER="g-$(rnd)" PHV="p-$(rnd)/+&=$(rnd)"
+ALL_VALUES=("$TOK1" "$TOK2" "$TOK3" "$TOK4" "$TOK5" "$TOKX" "$BASIC" "$OTHER" "$METER" "$GMETER" "$PHV")
 printf '%s\n' "${ALL_VALUES[@]}" >"$WORK/canary-values"
 
 # ---------------------------------------------------------------- keys and sealing
@@ -156,7 +156,8 @@ put_file tok 1 "$TOK1" || setup_fail "sealing tok: $(tail -1 "$WORK/seal.log")"
 seal "$KEYS/gateway.pub" basic 1 "$BASIC" allowed.test >"$SECDIR/basic.sealed" &&
 seal "$KEYS/gateway.pub" other 1 "$OTHER" other.test >"$SECDIR/other.sealed" &&
 seal "$KEYS/gateway.pub" metered 1 "$METER" allowed.test >"$SECDIR/metered.sealed" &&
-seal "$KEYS/gateway.pub" gmeter 1 "$GMETER" allowed.test >"$SECDIR/gmeter.sealed" ||
+seal "$KEYS/gateway.pub" gmeter 1 "$GMETER" allowed.test >"$SECDIR/gmeter.sealed" &&
+seal "$KEYS/gateway.pub" phk 1 "$PHV" allowed.test >"$SECDIR/phk.sealed" ||
     setup_fail "sealing: $(tail -1 "$WORK/seal.log")"
 
 # mTLS: a client CA, the client's key and certificate (sealed together as
@@ -196,6 +197,10 @@ intercept:
     match: {host: allowed.test, path: /gmetered}
     inject:
       set: {x-api-key: "{{secret:gmeter}}"}
+  - name: ph
+    match: {host: allowed.test, path: /echo-headers, query: {ph: "1"}}
+    inject:
+      placeholders: [phk]
   - name: cookies
     match: {host: allowed.test, path: /reflect, query: {keep: "1"}}
     inject:
@@ -659,7 +664,7 @@ ka_stop
 api_list() {
 	api GET /v1/secrets
 	[ "$st" = 200 ] || { why="GET /v1/secrets: $st"; return 1; }
-	jq -e '[.secrets[].name] == ["basic", "ccert", "gmeter", "metered", "other", "tok"]' <<<"$out" >/dev/null &&
+	jq -e '[.secrets[].name] == ["basic", "ccert", "gmeter", "metered", "other", "phk", "tok"]' <<<"$out" >/dev/null &&
 	jq -e '.secrets[] | select(.name == "tok") | .kind == "header" and .version == 5 and (.fingerprint | test("^[0-9a-f]{32}$")) and .hosts == ["allowed.test"] and .source == "api"' <<<"$out" >/dev/null &&
 	jq -e '.secrets[] | select(.name == "other") | .hosts == ["other.test"] and .source == "file"' <<<"$out" >/dev/null ||
 	    { why="GET /v1/secrets: $(short "$out")"; return 1; }
@@ -752,6 +757,79 @@ check mtls_none mtls_none
 check mtls_switch mtls_switch
 check mtls_unbound mtls_unbound
 check mtls_audit mtls_audit
+
+# ================================================================ placeholders
+# The sandbox holds "sluice-ph-...", never the value: the rule that names
+# the secret swaps it on the secret's hosts (header, Basic, query); any
+# other request that carries it is refused and audited.
+
+PH=""
+# up_hdr NAME: the value of header NAME the upstream got last
+up_hdr() { upreqs allowed-tls | jq -r ".[-1].headers[] | select(.[0] | ascii_downcase == \"$1\") | .[1]"; }
+ph_issue() {
+	PH=$("${SECTL[@]}" sandbox placeholder box phk 2>&1) || { why="sandbox placeholder: $PH"; return 1; }
+	[[ $PH =~ ^sluice-ph-[0-9a-f]{32}$ ]] || { why="placeholder: $PH"; return 1; }
+	# the same again; another for another secret
+	[ "$("${SECTL[@]}" sandbox placeholder box phk)" = "$PH" ] || { why="not the same twice"; return 1; }
+	[ "$("${SECTL[@]}" sandbox placeholder box tok)" != "$PH" ] || { why="the same for two secrets"; return 1; }
+	api POST /v1/sandboxes/nobox/placeholders '{"secret": "phk"}'
+	[ "$st" = 404 ] || { why="unknown sandbox: $st"; return 1; }
+	api POST /v1/sandboxes/box/placeholders '{"secret": "a b"}'
+	[ "$st" = 400 ] || { why="bad name: $st"; return 1; }
+}
+ph_header() {
+	snap
+	hc -H "X-Api-Key: $PH" -H "X-Other: a $PH b" 'https://allowed.test/echo-headers?ph=1'
+	cwant 200 || return 1
+	[ "$(up_hdr x-api-key)" = "$PHV" ] && [ "$(up_hdr x-other)" = "a $PHV b" ] ||
+	    { why="the upstream did not get the value in place of the placeholder"; return 1; }
+	no_value "$WORK/c.b" "$PHV"
+}
+ph_basic() {
+	snap
+	hc -u "agent:$PH" 'https://allowed.test/echo-headers?ph=1'
+	cwant 200 || return 1
+	[ "$(up_hdr authorization)" = "Basic $(printf 'agent:%s' "$PHV" | base64 -w0)" ] ||
+	    { why="Basic not swapped: $(up_hdr authorization | head -c 12)..."; return 1; }
+}
+ph_query() {
+	local enc
+	snap
+	hc "https://allowed.test/echo-headers?ph=1&key=$PH"
+	cwant 200 || return 1
+	enc=$("$PY" -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$PHV")
+	upwant allowed-tls "length == 1" ".[0].path == \"/echo-headers?ph=1&key=$enc\""
+}
+ph_elsewhere() {
+	local off
+	off=$(audit_lines)
+	snap
+	hc -H "X-Api-Key: $PH" https://allowed.test/pub/a
+	cwant 403 '.reason == "placeholder-elsewhere"' || return 1
+	hc "https://allowed.test/pub/$PH"
+	cwant 403 '.reason == "placeholder-elsewhere"' || return 1
+	hc -u "agent:$PH" https://allowed.test/pub/b
+	cwant 403 '.reason == "placeholder-elsewhere"' || return 1
+	# an inject rule that does not name it, in its query
+	hc "https://allowed.test/echo-headers?x=$PH"
+	cwant 403 '.reason == "placeholder-elsewhere"' || return 1
+	upx 'allowed-tls.requests=0' || return 1
+	audit_has "$off" 'type=placeholder_elsewhere sandbox=box secret=phk host=allowed.test where=header rule=intercept:pub' \
+	    'type=placeholder_elsewhere secret=phk where=target'
+}
+# a placeholder that is not this sandbox's is only text
+ph_foreign() {
+	snap
+	hc -H "X-Api-Key: sluice-ph-0123456789abcdef0123456789abcdef" https://allowed.test/pub/c
+	cwant 200 || return 1
+	upx 'allowed-tls.requests=1'
+}
+check ph_issue ph_issue
+check ph_header ph_header
+check ph_basic ph_basic
+check ph_query ph_query
+check ph_elsewhere ph_elsewhere
+check ph_foreign ph_foreign
 
 # ================================================================ budgets
 # The sandbox's policy gives metered 30 a minute; sluiced.yaml gives gmeter

@@ -21,6 +21,7 @@
 #include "conf/config.h"
 #include "conf/policy.h"
 #include "keys/inject.h"
+#include "keys/placeholder.h"
 #include "keys/sealed.h"
 #include "keys/secrets.h"
 
@@ -575,6 +576,73 @@ t_kind_refused(void **state)
 	    (const uint8_t *)"x", 1, &w), 0);
 }
 
+/* Placeholders: stable, apart per sandbox and secret, found and swapped. */
+static void
+t_placeholders(void **state)
+{
+	struct fx *f = *state;
+	struct secret *tok = open_secret(f, "tok", 1, "v/+&", NULL);
+	struct secret *two = open_secret(f, "two", 1, "second", NULL);
+	struct secret_set *s1 = NULL, *set = NULL;
+	const struct secret *which = NULL;
+	char a[PH_LEN + 1], b[PH_LEN + 1], c[PH_LEN + 1], d[PH_LEN + 1];
+	char text[256], out[256];
+	struct ph_swap sw[1];
+	size_t count = 0;
+	long n;
+
+	assert_int_equal(secret_set_with(NULL, tok, &s1), 0);
+	assert_int_equal(secret_set_with(s1, two, &set), 0);
+	placeholder_of(f->st, "sb1", "tok", a);
+	placeholder_of(f->st, "sb1", "tok", b);
+	assert_string_equal(a, b);
+	assert_int_equal(strlen(a), PH_LEN);
+	assert_memory_equal(a, PH_PREFIX, PH_PREFIX_LEN);
+	placeholder_of(f->st, "sb2", "tok", c);
+	assert_string_not_equal(a, c);
+	placeholder_of(f->st, "sb1", "two", d);
+	assert_string_not_equal(a, d);
+	/* ("sb", "1tok") is not ("sb1", "tok") */
+	placeholder_of(f->st, "sb", "1tok", b);
+	assert_string_not_equal(a, b);
+
+	snprintf(text, sizeof(text), "Bearer %s and %s", a, c);
+	assert_ptr_equal(placeholder_find(f->st, set, "sb1", text,
+	    strlen(text), &which), text + 7);
+	assert_ptr_equal(which, tok);
+	/* sb2's is found for sb2 only */
+	assert_ptr_equal(placeholder_find(f->st, set, "sb2", text,
+	    strlen(text), &which), text + 7 + PH_LEN + 5);
+	assert_null(placeholder_find(f->st, set, "sb3", text, strlen(text),
+	    &which));
+	/* cut short: not found */
+	assert_null(placeholder_find(f->st, set, "sb1", text, 7 + PH_LEN - 1,
+	    &which));
+	assert_null(placeholder_owner(f->st, NULL, "sb1", a));
+
+	sw[0].s = tok;
+	memcpy(sw[0].ph, a, sizeof(a));
+	snprintf(text, sizeof(text), "x%sy%s", a, c);
+	n = placeholder_swap(text, strlen(text), sw, 1, 0, out, sizeof(out),
+	    &count);
+	assert_int_equal(count, 1);
+	assert_int_equal(n, 1 + 4 + 1 + PH_LEN);
+	assert_memory_equal(out, "xv/+&y", 6);
+	assert_memory_equal(out + 6, c, PH_LEN);	/* another's stays */
+	count = 0;
+	n = placeholder_swap(text, strlen(text), sw, 1, 1, out, sizeof(out),
+	    &count);
+	assert_memory_equal(out, "xv%2F%2B%26y", 12);
+	/* no room: -1 */
+	assert_int_equal(placeholder_swap(text, strlen(text), sw, 1, 1, out, 8,
+	    &count), -1);
+	sodium_memzero(out, sizeof(out));
+	secret_set_unref(set);
+	secret_set_unref(s1);
+	secret_unref(tok);
+	secret_unref(two);
+}
+
 int
 main(void)
 {
@@ -588,6 +656,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(t_load_folder, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_render, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_kinds, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_placeholders, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(t_kind_refused, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(t_render_refusals, setup,

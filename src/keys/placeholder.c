@@ -1,0 +1,117 @@
+/* placeholder.c: stand-ins for secrets a sandbox may hold (placeholder.h). */
+#include "autoconf.h"
+
+#include <string.h>
+
+#include <sodium.h>
+
+#include "keys/placeholder.h"
+#include "keys/secrets.h"
+
+void
+placeholder_of(const struct secret_store *st, const char *sandbox,
+    const char *secret, char out[PH_LEN + 1])
+{
+	crypto_generichash_state h;
+	uint8_t d[16];
+	const char *sb = sandbox != NULL ? sandbox : "";
+
+	/* Both strings with their NUL: ("a", "bc") is not ("ab", "c"). */
+	crypto_generichash_init(&h, st->phkey, crypto_generichash_KEYBYTES,
+	    sizeof(d));
+	crypto_generichash_update(&h, (const uint8_t *)sb, strlen(sb) + 1);
+	crypto_generichash_update(&h, (const uint8_t *)secret,
+	    strlen(secret) + 1);
+	crypto_generichash_final(&h, d, sizeof(d));
+	memcpy(out, PH_PREFIX, PH_PREFIX_LEN);
+	sodium_bin2hex(out + PH_PREFIX_LEN, 33, d, sizeof(d));
+}
+
+const struct secret *
+placeholder_owner(const struct secret_store *st, const struct secret_set *set,
+    const char *sandbox, const char *p)
+{
+	char ph[PH_LEN + 1];
+	size_t i;
+
+	for (i = 0; set != NULL && i < set->n; i++) {
+		placeholder_of(st, sandbox, set->v[i]->name, ph);
+		if (sodium_memcmp(ph, p, PH_LEN) == 0)
+			return set->v[i];
+	}
+	return NULL;
+}
+
+const char *
+placeholder_find(const struct secret_store *st, const struct secret_set *set,
+    const char *sandbox, const char *s, size_t len,
+    const struct secret **which)
+{
+	const char *p = s, *end = s + len;
+
+	while ((size_t)(end - p) >= PH_LEN &&
+	    (p = memmem(p, (size_t)(end - p), PH_PREFIX, PH_PREFIX_LEN)) !=
+	    NULL && (size_t)(end - p) >= PH_LEN) {
+		if ((*which = placeholder_owner(st, set, sandbox, p)) != NULL)
+			return p;
+		p += PH_PREFIX_LEN;
+	}
+	return NULL;
+}
+
+static int
+unreserved(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+	    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+	    c == '~';
+}
+
+/* The value of s at out[o..cap), percent-encoded when pct; -1: no room. */
+static long
+put_value(const struct secret *s, int pct, char *out, size_t o, size_t cap)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t i;
+
+	for (i = 0; i < s->value_len; i++) {
+		if (!pct || unreserved(s->value[i])) {
+			if (o >= cap)
+				return -1;
+			out[o++] = (char)s->value[i];
+			continue;
+		}
+		if (cap - o < 3)
+			return -1;
+		out[o++] = '%';
+		out[o++] = hex[s->value[i] >> 4];
+		out[o++] = hex[s->value[i] & 0xf];
+	}
+	return (long)o;
+}
+
+long
+placeholder_swap(const char *s, size_t len, const struct ph_swap *swaps,
+    size_t nswaps, int pct, char *out, size_t cap, size_t *count)
+{
+	size_t i = 0, o = 0, k;
+	long n;
+
+	while (i < len) {
+		for (k = 0; s[i] == 's' && k < nswaps && (len - i < PH_LEN ||
+		    memcmp(s + i, swaps[k].ph, PH_LEN) != 0); k++)
+			;
+		if (s[i] == 's' && k < nswaps) {
+			if ((n = put_value(swaps[k].s, pct, out, o, cap)) < 0)
+				return -1;
+			o = (size_t)n;
+			i += PH_LEN;
+			(*count)++;
+			continue;
+		}
+		if (o >= cap)
+			return -1;
+		out[o++] = s[i++];
+	}
+	return (long)o;
+}
