@@ -165,7 +165,10 @@ swaps_of(struct phwork *w, const struct intercept_rule *rule)
 	}
 }
 
-/* Whether inj drops name already (the rule sets or removes it). */
+/*
+ * Whether inj drops or sets name already (the rule sets or removes it, or
+ * it is Accept-Encoding: identity): such a header is not the sandbox's.
+ */
 static int
 dropped(const struct inject *inj, const char *name, size_t len)
 {
@@ -173,6 +176,9 @@ dropped(const struct inject *inj, const char *name, size_t len)
 
 	for (i = 0; i < inj->ndrop; i++)
 		if (ascii_eq(name, len, inj->drop[i]))
+			return 1;
+	for (i = 0; i < inj->nadd; i++)
+		if (ascii_eq(name, len, inj->add[i].name))
 			return 1;
 	return 0;
 }
@@ -264,6 +270,7 @@ left_over(struct phwork *w, const struct http_head *h,
 	const char *b64;
 	size_t i, blen;
 	long n;
+	int found;
 
 	if (holds(w, target, strlen(target), "target"))
 		return 1;
@@ -276,9 +283,9 @@ left_over(struct phwork *w, const struct http_head *h,
 			return 1;
 		if (basic_of(x->value, x->value_len, &b64, &blen) &&
 		    (n = basic_decode(w, b64, blen)) > 0) {
-			n = holds(w, w->buf + w->off, (size_t)n, "header");
-			sodium_memzero(w->buf + w->off, (size_t)blen);
-			if (n)
+			found = holds(w, w->buf + w->off, (size_t)n, "header");
+			sodium_memzero(w->buf + w->off, (size_t)n);
+			if (found)
 				return 1;
 		}
 	}

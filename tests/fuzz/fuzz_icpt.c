@@ -12,7 +12,8 @@
  * script of steps, each an opcode byte (low 4 bits) and its operands:
  *
  *   0 LEN BYTES	the sandbox sends BYTES (the first send is what was
- *			peeked: the conn starts with it)
+ *			peeked: the conn starts with it); "{PH}" in a later
+ *			send is the sandbox's placeholder of the secret
  *   1 LEN BYTES	the upstream sends BYTES (queued until its handshake)
  *   2 LEN		the upstream sends back LEN*4 bytes of what it got
  *			(the injected credential among them)
@@ -79,6 +80,7 @@
 #include "util/log.h"
 #include "conf/config.h"
 #include "conf/policy.h"
+#include "keys/placeholder.h"
 #include "keys/sealed.h"
 #include "keys/secrets.h"
 #include "keys/tlsup.h"
@@ -115,6 +117,7 @@ static const char policy_inject_only[] =
 	"    inject:\n"
 	"      set: {authorization: \"Bearer {{secret:tok}}\"}\n"
 	"      remove: [cookie]\n"
+	"      placeholders: [tok]\n"
 	"  - name: nope\n"
 	"    match: {host: " HOST "}\n"
 	"    action: deny\n";
@@ -126,6 +129,7 @@ static const char policy_mixed[] =
 	"    match: {host: " HOST ", path: \"/v1/**\"}\n"
 	"    inject:\n"
 	"      set: {authorization: \"Bearer {{secret:tok}}\"}\n"
+	"      placeholders: [tok]\n"
 	"  - name: pub\n"
 	"    match: {host: " HOST ", path: \"/pub/**\"}\n"
 	"    action: pass\n"
@@ -143,6 +147,7 @@ struct world {
 	struct state	*st;
 	struct secret_store *store;
 	struct secret	*secret;
+	char		 ph[PH_LEN + 1];	/* the sandbox's placeholder of it */
 	struct sb_counter *counter;
 	struct sandbox	 sb;
 	SSL_CTX		*srv;		/* the upstream's server context */
@@ -356,6 +361,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	errlist_free(&errs);
 	CHECK((W.counter = sb_counter_new()) != NULL);
 	W.sb.id = "fuzz";
+	placeholder_of(W.store, W.sb.id, "tok", W.ph);
 	W.sb.counter = W.counter;
 	/*
 	 * The upstream: the address plain HTTP to it on port 80 is sent on
@@ -574,6 +580,24 @@ check_no_secret(const struct run *r)
 	}
 }
 
+/*
+ * The sandbox sends b[0..n), each "{PH}" in it as the sandbox's real
+ * placeholder, which the fuzzer could never guess.
+ */
+static void
+sb_send(int fd, const uint8_t *b, size_t n)
+{
+	const uint8_t *p = b, *at;
+
+	while ((at = memmem(p, n - (size_t)(p - b), "{PH}", 4)) != NULL) {
+		(void)!write(fd, p, (size_t)(at - p));
+		(void)!write(fd, W.ph, PH_LEN);
+		p = at + 4;
+	}
+	if (p < b + n)
+		(void)!write(fd, p, n - (size_t)(p - b));
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -611,7 +635,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				start_conn(&r, policy, data + at, n);
 				started = 1;
 			} else if (r.sb != -1 && n > 0)
-				(void)!write(r.sb, data + at, n);
+				sb_send(r.sb, data + at, n);
 			at += n;
 			break;
 		case 1:
