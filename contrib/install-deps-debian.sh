@@ -15,7 +15,7 @@ build-essential autoconf automake libtool pkg-config
 libssl-dev libevent-dev libyaml-dev libsodium-dev libjansson-dev libidn2-dev
 libcmocka-dev node-llhttp
 nftables iproute2 curl dnsutils openssl python3 dnsmasq-base socat jq systemd
-python3-jwt python3-cryptography python3-yaml
+python3-jwt python3-cryptography python3-yaml python3-botocore
 clang libclang-rt-14-dev
 debhelper lintian
 "
@@ -28,7 +28,8 @@ PKGS_ALONE="prometheus"
 #              socat jq (tests/integ, contrib/demo.sh); systemd (its
 #              systemd-analyze rates contrib/systemd/); python3-yaml
 #              (contrib/monitoring is checked); python3-jwt
-#              python3-cryptography (the policy proxy of forward.sh)
+#              python3-cryptography (the policy proxy of forward.sh);
+#              python3-botocore (secrets.sh's upstream checks SigV4 with it)
 # fuzzers      clang, libclang-rt-14-dev (libFuzzer, ASan/UBSan runtimes;
 #              only a Recommends of clang, so named here)
 # packaging    debhelper lintian (tests/integ/package.sh builds, lints and

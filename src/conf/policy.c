@@ -82,6 +82,9 @@ policy_free(struct policy *p)
 		free_kv(r->inject_set, r->ninject_set);
 		free_strv(r->inject_remove, r->ninject_remove);
 		free_strv(r->placeholders, r->nplaceholders);
+		free(r->sigv4_secret);
+		free(r->sigv4_service);
+		free(r->sigv4_region);
 		free(r->forward_to);
 		free(r->forward_audience);
 		free(r->upstream_ca);

@@ -54,6 +54,8 @@ struct intercept_rule {
 	char		**inject_remove; size_t ninject_remove;	/* lowercased */
 	char		**placeholders; size_t nplaceholders;	/* inject: secrets
 				 * whose placeholders are swapped for them */
+	char		*sigv4_secret;	/* inject: re-sign with AWS SigV4 */
+	char		*sigv4_service, *sigv4_region;
 	int		 keep_cookies;	/* inject: the answer's Set-Cookie
 					 * reaches the sandbox (else dropped) */
 	char		*forward_to;	/* https URL */

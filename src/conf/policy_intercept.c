@@ -559,6 +559,61 @@ parse_placeholders(struct ycheck *x, const struct ynode *s,
 	}
 }
 
+/* An AWS service or region name: 1 to 63 of [a-z0-9-]. */
+static int
+aws_name_ok(const char *s)
+{
+	size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-");
+
+	return n >= 1 && n <= 63 && s[n] == '\0';
+}
+
+/* inject.sigv4: {secret, service, region}, all required. */
+static void
+parse_sigv4(struct ycheck *x, const struct ynode *m, struct intercept_rule *r)
+{
+	static const char *const keys[] = { "secret", "service", "region",
+	    NULL };
+	const struct ynode *n;
+	char e[80];
+
+	if (m->kind != YNODE_MAP) {
+		ycheck_err(x, m->line, m->col, "'inject.sigv4' must be a map");
+		return;
+	}
+	ycheck_keys(x, m, "inject.sigv4", keys);
+	if ((n = ynode_get(m, "secret")) == NULL)
+		ycheck_err(x, m->line, m->col, "'inject.sigv4' needs 'secret'");
+	else if (ycheck_string(x, n, "inject.sigv4.secret")) {
+		if (!secret_name_ok(n->scalar, n->scalar_len))
+			ycheck_err(x, n->line, n->col, "'inject.sigv4.secret': "
+			    "'%s' is not a secret name",
+			    yesc(n->scalar, e, sizeof(e)));
+		else
+			dup_string(x, n->scalar, &r->sigv4_secret);
+	}
+	if ((n = ynode_get(m, "service")) == NULL)
+		ycheck_err(x, m->line, m->col, "'inject.sigv4' needs 'service'");
+	else if (ycheck_string(x, n, "inject.sigv4.service")) {
+		if (!aws_name_ok(n->scalar))
+			ycheck_err(x, n->line, n->col, "'inject.sigv4.service': "
+			    "'%s' is not a service name ([a-z0-9-]{1,63})",
+			    yesc(n->scalar, e, sizeof(e)));
+		else
+			dup_string(x, n->scalar, &r->sigv4_service);
+	}
+	if ((n = ynode_get(m, "region")) == NULL)
+		ycheck_err(x, m->line, m->col, "'inject.sigv4' needs 'region'");
+	else if (ycheck_string(x, n, "inject.sigv4.region")) {
+		if (!aws_name_ok(n->scalar))
+			ycheck_err(x, n->line, n->col, "'inject.sigv4.region': "
+			    "'%s' is not a region name ([a-z0-9-]{1,63})",
+			    yesc(n->scalar, e, sizeof(e)));
+		else
+			dup_string(x, n->scalar, &r->sigv4_region);
+	}
+}
+
 /* A true or false at n into *out; 0, or -1 after reporting. */
 static int
 parse_flag(struct ycheck *x, const struct ynode *n, const char *path,
@@ -585,8 +640,9 @@ parse_inject(struct ycheck *x, const struct ynode *m,
     struct intercept_rule *r)
 {
 	static const char *const keys[] = { "set", "remove", "keep_cookies",
-	    "placeholders", NULL };
+	    "placeholders", "sigv4", NULL };
 	const struct ynode *n;
+	size_t i;
 
 	r->action = ICPT_INJECT;
 	if (m->kind != YNODE_MAP) {
@@ -602,10 +658,22 @@ parse_inject(struct ycheck *x, const struct ynode *m,
 		parse_flag(x, n, "inject.keep_cookies", &r->keep_cookies);
 	if ((n = ynode_get(m, "placeholders")) != NULL)
 		parse_placeholders(x, n, r);
+	if ((n = ynode_get(m, "sigv4")) != NULL) {
+		parse_sigv4(x, n, r);
+		for (i = 0; i < r->ninject_set; i++)
+			if (r->inject_set[i].name != NULL &&
+			    (strcmp(r->inject_set[i].name, "authorization") == 0 ||
+			    strncmp(r->inject_set[i].name, "x-amz-", 6) == 0))
+				ycheck_err(x, n->line, n->col, "'inject': a "
+				    "sigv4 rule may not set '%s' (the signature "
+				    "does)", r->inject_set[i].name);
+	}
 	if (!nonempty(ynode_get(m, "set")) && !nonempty(ynode_get(m, "remove")) &&
-	    !nonempty(ynode_get(m, "placeholders")))
+	    !nonempty(ynode_get(m, "placeholders")) &&
+	    ynode_get(m, "sigv4") == NULL)
 		ycheck_err(x, m->line, m->col, "'inject' needs 'set' or "
-		    "'remove' with at least one header, or 'placeholders'");
+		    "'remove' with at least one header, 'placeholders' or "
+		    "'sigv4'");
 }
 
 static void

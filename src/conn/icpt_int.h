@@ -474,4 +474,13 @@ int	icpt_placeholders(struct icpt *ic, const struct http_head *h,
 	    const struct intercept_rule *rule, char *target, size_t target_cap,
 	    struct inject *inj, size_t *wipe, int ka_close);
 
+/*
+ * icpt_sigv4.c: rule's sigv4 signs the request as it will go (target:
+ * after placeholders), into inj and the scratch after *wipe (moved on).
+ * 0, or -1 after refusing.
+ */
+int	icpt_sigv4(struct icpt *ic, const struct http_head *h,
+	    const struct intercept_rule *rule, const char *target,
+	    struct inject *inj, size_t *wipe, int ka_close);
+
 #endif

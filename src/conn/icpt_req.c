@@ -221,6 +221,9 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 	if (icpt_placeholders(ic, h, rule, target, target_len, inj, wipe,
 	    ka_close) != 0)
 		return NULL;
+	if (rule->action == ICPT_INJECT && rule->sigv4_secret != NULL &&
+	    icpt_sigv4(ic, h, rule, target, inj, wipe, ka_close) != 0)
+		return NULL;
 	return rule;
 }
 

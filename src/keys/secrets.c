@@ -29,6 +29,7 @@
 #include "keys/pemkey.h"
 #include "keys/sealed.h"
 #include "keys/secrets.h"
+#include "keys/sigv4.h"
 
 #define FP_CONTEXT	"sluice secret fingerprint v1"
 #define PH_CONTEXT	"sluice placeholder key v1"
@@ -49,6 +50,8 @@ secret_unref(struct secret *s)
 		return;
 	sodium_free(s->mem);		/* wipes it */
 	pemkey_free(s->pem);
+	aws_creds_free(s->aws);
+	sodium_free(s->formmem);
 	free(s->hosts);
 	free(s);
 }
@@ -58,6 +61,30 @@ secret_bound(const struct secret *s, const char *host)
 {
 	return sealed_hosts_match((const char (*)[NAME_BUFSZ + 2])s->hosts,
 	    s->nhosts, host);
+}
+
+/*
+ * An AWS session token is sent upstream: its forms are what the answer
+ * is redacted for.  The key id is not secret, the secret key never sent.
+ */
+static int
+token_forms(struct secret *s)
+{
+	size_t flen;
+	int n;
+
+	if (s->aws->token == NULL ||
+	    (flen = redact_forms_size(s->aws->token_len)) == 0)
+		return 0;
+	if ((s->formmem = secmem_alloc(flen)) == NULL)
+		return SL_ERR_NOMEM;
+	n = redact_forms((const uint8_t *)s->aws->token, s->aws->token_len,
+	    s->formmem, flen, s->forms, REDACT_MAX_FORMS);
+	if (n < 1)
+		return SL_ERR_INVALID;
+	s->nforms = (size_t)n;
+	sodium_mprotect_readonly(s->formmem);
+	return 0;
 }
 
 /* Fills s from an opened sealed secret: guarded memory, forms, fingerprint. */
@@ -93,6 +120,10 @@ secret_fill(struct secret *s, const struct sealed_secret *o,
 	if (o->kind == SEALED_KIND_PEM &&
 	    pemkey_parse(s->value, s->value_len, &s->pem, &w) != 0)
 		return SL_ERR_INVALID;
+	if (o->kind == SEALED_KIND_JSON &&
+	    aws_creds_parse(s->value, s->value_len, &s->aws, &w) == 0 &&
+	    (n = token_forms(s)) != 0)
+		return n;
 	crypto_generichash(fp, sizeof(fp), s->value, s->value_len, fpkey,
 	    crypto_generichash_KEYBYTES);
 	sodium_bin2hex(s->fp, sizeof(s->fp), fp, sizeof(fp));

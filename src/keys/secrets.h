@@ -23,6 +23,7 @@
 
 struct config;
 struct pemkey;
+struct aws_creds;
 
 #define SECRET_FP_HEX	32	/* hex digits of a fingerprint */
 #define SECRET_WHY_MAX	192
@@ -49,6 +50,8 @@ struct secret {
 	struct redact_pat forms[REDACT_MAX_FORMS];
 	size_t		 nforms;
 	struct pemkey	*pem;		/* a pem secret's key and certificates */
+	struct aws_creds *aws;		/* a json secret that is AWS credentials */
+	uint8_t		*formmem;	/* guarded: its session token's forms */
 };
 
 struct secret *secret_ref(struct secret *s);

@@ -544,6 +544,16 @@ policy_secret_kinds(const struct policy *p, const struct secret_set *set,
 			    "secret") : "a key without a certificate");
 			bad = 1;
 		}
+		if (r->sigv4_secret != NULL && (s = secret_set_find(set,
+		    r->sigv4_secret, strlen(r->sigv4_secret))) != NULL &&
+		    s->aws == NULL) {
+			errlist_add(errs, p->file, r->line, 0, "%s: inject.sigv4: "
+			    "the secret '%s' is not AWS credentials; seal "
+			    "{\"access_key_id\", \"secret_access_key\", "
+			    "\"session_token\"?} with --kind json", r->label,
+			    s->name);
+			bad = 1;
+		}
 		if (r->action != ICPT_INJECT ||
 		    (s = inject_wrong_kind(r, set)) == NULL)
 			continue;

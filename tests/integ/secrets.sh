@@ -64,7 +64,8 @@ TOK1="t1-$(rnd)/+=&?$(rnd)" TOK2="t2-$(rnd)/+=&?$(rnd)" TOK3="t3-$(rnd)~!$(rnd)"
 TOK4="t4-$(rnd)%$(rnd)" TOK5="t5-$(rnd):$(rnd)" TOKX="tx-$(rnd)@$(rnd)"
 BASIC="user-$(rnd):pw/$(rnd)" OTHER="o-$(rnd)$(rnd)"
 METER="m-$(rnd)" GMETER="g-$(rnd)" PHV="p-$(rnd)/+&=$(rnd)"
-ALL_VALUES=("$TOK1" "$TOK2" "$TOK3" "$TOK4" "$TOK5" "$TOKX" "$BASIC" "$OTHER" "$METER" "$GMETER" "$PHV")
+AWSK="ak-$(rnd)" AWST="st-$(rnd)$(rnd)"
+ALL_VALUES=("$TOK1" "$TOK2" "$TOK3" "$TOK4" "$TOK5" "$TOKX" "$BASIC" "$OTHER" "$METER" "$GMETER" "$PHV" "$AWSK" "$AWST")
 printf '%s\n' "${ALL_VALUES[@]}" >"$WORK/canary-values"
 
 # ---------------------------------------------------------------- keys and sealing
@@ -157,7 +158,11 @@ seal "$KEYS/gateway.pub" basic 1 "$BASIC" allowed.test >"$SECDIR/basic.sealed" &
 seal "$KEYS/gateway.pub" other 1 "$OTHER" other.test >"$SECDIR/other.sealed" &&
 seal "$KEYS/gateway.pub" metered 1 "$METER" allowed.test >"$SECDIR/metered.sealed" &&
 seal "$KEYS/gateway.pub" gmeter 1 "$GMETER" allowed.test >"$SECDIR/gmeter.sealed" &&
-seal "$KEYS/gateway.pub" phk 1 "$PHV" allowed.test >"$SECDIR/phk.sealed" ||
+seal "$KEYS/gateway.pub" phk 1 "$PHV" allowed.test >"$SECDIR/phk.sealed" &&
+printf '{"access_key_id": "AKIDTEST", "secret_access_key": "%s", "session_token": "%s"}\n' \
+    "$AWSK" "$AWST" >"$WORK/awsx.json" &&
+"$SLUICECTL" seal --pub "$KEYS/gateway.pub" --name awsx --kind json --host allowed.test \
+    <"$WORK/awsx.json" >"$SECDIR/awsx.sealed" 2>>"$WORK/seal.log" ||
     setup_fail "sealing: $(tail -1 "$WORK/seal.log")"
 
 # mTLS: a client CA, the client's key and certificate (sealed together as
@@ -201,6 +206,14 @@ intercept:
     match: {host: allowed.test, path: /echo-headers, query: {ph: "1"}}
     inject:
       placeholders: [phk]
+  - name: sigv4
+    match: {host: allowed.test, path: "/sigv4/**"}
+    inject:
+      sigv4: {secret: awsx, service: execute-api, region: eu-west-1}
+  - name: s3
+    match: {host: allowed.test, path: "/s3/**"}
+    inject:
+      sigv4: {secret: awsx, service: s3, region: us-east-1}
   - name: cookies
     match: {host: allowed.test, path: /reflect, query: {keep: "1"}}
     inject:
@@ -664,7 +677,7 @@ ka_stop
 api_list() {
 	api GET /v1/secrets
 	[ "$st" = 200 ] || { why="GET /v1/secrets: $st"; return 1; }
-	jq -e '[.secrets[].name] == ["basic", "ccert", "gmeter", "metered", "other", "phk", "tok"]' <<<"$out" >/dev/null &&
+	jq -e '[.secrets[].name] == ["awsx", "basic", "ccert", "gmeter", "metered", "other", "phk", "tok"]' <<<"$out" >/dev/null &&
 	jq -e '.secrets[] | select(.name == "tok") | .kind == "header" and .version == 5 and (.fingerprint | test("^[0-9a-f]{32}$")) and .hosts == ["allowed.test"] and .source == "api"' <<<"$out" >/dev/null &&
 	jq -e '.secrets[] | select(.name == "other") | .hosts == ["other.test"] and .source == "file"' <<<"$out" >/dev/null ||
 	    { why="GET /v1/secrets: $(short "$out")"; return 1; }
@@ -830,6 +843,36 @@ check ph_basic ph_basic
 check ph_query ph_query
 check ph_elsewhere ph_elsewhere
 check ph_foreign ph_foreign
+
+# ================================================================ sigv4
+# An inject rule's sigv4 re-signs the request; the upstream checks the
+# signature with botocore (the credentials are in its state dir).
+
+cp "$WORK/awsx.json" "$STATE/aws-creds.json"
+sigv4_get() {
+	snap
+	hc -H 'Authorization: AWS4-HMAC-SHA256 Credential=SANDBOX/x' -H 'X-Amz-Date: 20000101T000000Z' \
+	    'https://allowed.test/sigv4/a%20b/c?z=1&a=x%2Fy&a=b&empty'
+	[ "$cst" = 200 ] && grep -q 'sigv4 ok' "$WORK/c.b" ||
+	    { why="GET: $cst $(head -c 80 "$WORK/c.b") $(tail -3 "$WORK/upstream.log" | tr '\n' ' ')"; return 1; }
+	[ "$(up_hdr x-amz-security-token)" = "$AWST" ] || { why="no session token upstream"; return 1; }
+	upwant allowed-tls '[.[0].headers[] | select(.[0] | ascii_downcase == "authorization")] | length == 1'
+}
+sigv4_s3_put() {
+	hc -X PUT --data-binary 'hello, bucket' 'https://allowed.test/s3/bucket/key.txt'
+	[ "$cst" = 200 ] && grep -q 'sigv4 ok' "$WORK/c.b" ||
+	    { why="PUT: $cst $(head -c 80 "$WORK/c.b") $(tail -3 "$WORK/upstream.log" | tr '\n' ' ')"; return 1; }
+	[ "$(up_hdr x-amz-content-sha256)" = UNSIGNED-PAYLOAD ] || { why="not UNSIGNED-PAYLOAD"; return 1; }
+}
+sigv4_body() {
+	snap
+	hc -X POST --data-binary 'x=1' 'https://allowed.test/sigv4/post'
+	cwant 501 '.reason == "sigv4-body-unsupported"' || return 1
+	upx 'allowed-tls.requests=0'
+}
+check sigv4_get sigv4_get
+check sigv4_s3_put sigv4_s3_put
+check sigv4_body sigv4_body
 
 # ================================================================ budgets
 # The sandbox's policy gives metered 30 a minute; sluiced.yaml gives gmeter

@@ -121,7 +121,8 @@ gone() {
 	done
 }
 
-# load_start NAME: the load of the header, until $WORK/NAME.stop exists;
+# load_start NAME: the load of the header, until $WORK/NAME.stop exists
+# and each kind made at least 5 (30 s at most after that);
 # its counts go to $WORK/NAME.out ("key=value" words), the injected
 # paths answered 200 to $WORK/NAME.ok, and its progress (requests answered
 # so far) to $WORK/NAME.n
@@ -135,8 +136,17 @@ load_start() {
 	lock = threading.Lock()
 	st = {"ok": 0, "bad": 0, "err": 0, "ka": 0, "cc": 0, "pt": 0, "dns": 0}
 	errs, oks = [], []
+	asked = []
 	def stop():
-	    return os.path.exists(base + ".stop")
+	    # asked to stop, and every kind made its 5 (a loaded machine is
+	    # slow), or 30 s since it was asked
+	    if not os.path.exists(base + ".stop"):
+	        return False
+	    if not asked:
+	        asked.append(time.time())
+	    with lock:
+	        enough = all(st[k] >= 5 for k in ("ka", "cc", "pt", "dns"))
+	    return enough or time.time() - asked[0] > 30
 	def answer(f):
 	    line = f.readline()
 	    if not line:

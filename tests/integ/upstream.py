@@ -33,6 +33,9 @@ per listener, each connection in its own thread):
         connection: K is dupcl (two Content-Lengths), clte (both),
         fold (obs-fold), lf (bare LF), status (4 digits), nul (NUL in a
         header), extra (a second, unsolicited answer with body "smuggled")
+    /sigv4/..., /s3/...  200 "sigv4 ok" when the request's SigV4 signature
+        is botocore's with the credentials of STATE_DIR/aws-creds.json,
+        else 403 "sigv4 mismatch"
     /reflect[?h=HEADER][&chunk=N[&te=CODING]|&close=1][&ce=CODING][&ms=N][&cookie=1]
         the value of HEADER (default Authorization) back in X-Echo and
         X-Echo-B64 and in the body: as is, base64 (standard, URL-safe, of
@@ -432,6 +435,49 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"%x\r\n" % len(part) + part + b"\r\n")
         self.wfile.write(b"0\r\n\r\n")
 
+    def _sigv4_check(self):
+        """/sigv4/..., /s3/...: 200 "sigv4 ok" when the request's SigV4
+        signature is the one botocore computes with the credentials in
+        STATE_DIR/aws-creds.json, else 403 "sigv4 mismatch" (the
+        canonical requests go to stderr)."""
+        from botocore.auth import SigV4Auth, S3SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        try:
+            with open(os.path.join(os.path.dirname(self.server.state.path),
+                                   "aws-creds.json")) as f:
+                c = json.load(f)
+            auth = self.headers.get("Authorization", "")
+            m = re.match(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/"
+                         r"([^/]+)/([^/]+)/aws4_request, SignedHeaders="
+                         r"([^,]+), Signature=([0-9a-f]{64})$", auth)
+            if not m:
+                raise ValueError("no SigV4 Authorization: " + auth[:40])
+            akid, _, region, service, signed, sig = m.groups()
+            hdrs = {h: self.headers.get(h, "") for h in signed.split(";")}
+            req = AWSRequest(method=self.command, url="https://" +
+                             self.headers.get("Host", "") + self.path,
+                             headers=hdrs, data=b"")
+            req.context["timestamp"] = self.headers.get("X-Amz-Date", "")
+            cls = S3SigV4Auth if service == "s3" else SigV4Auth
+            a = cls(Credentials(c["access_key_id"], c["secret_access_key"],
+                                c.get("session_token")), service, region)
+            canon = a.canonical_request(req)
+            want = a.signature(a.string_to_sign(req, canon), req)
+            ok = akid == c["access_key_id"] and want == sig
+            if not ok:
+                print("sigv4 mismatch; canonical request:\n" + canon,
+                      file=sys.stderr, flush=True)
+        except Exception as e:      # a test server: say what went wrong
+            print("sigv4 check: %r" % e, file=sys.stderr, flush=True)
+            ok = False
+        body = b"sigv4 ok\n" if ok else b"sigv4 mismatch\n"
+        self.send_response(200 if ok else 403)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def _client_cn(self):
         """The CN of the client certificate the connection presented, or
         None."""
@@ -465,6 +511,9 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
             return
         if u.path == "/reflect":
             self._reflect(q, body_wanted)
+            return
+        if u.path.startswith("/sigv4/") or u.path.startswith("/s3/"):
+            self._sigv4_check()
             return
         if u.path == "/reset-mid":
             frame = (b"Connection: close\r\n" if q.get("close", ["0"])[0] == "1"
