@@ -237,12 +237,15 @@ sb_query(struct sb *b, const char *q, size_t n)
 			eq = memchr(p, '=', (size_t)(amp - p));
 			pairs[np].k = (char *)tmp.p + tmp.len;
 			sb_aws_encode(&tmp, p, (size_t)((eq ? eq : amp) - p));
-			tmp.len++;	/* its NUL */
+			if (tmp.over)
+				break;
+			tmp.p[tmp.len++] = '\0';
 			pairs[np].v = (char *)tmp.p + tmp.len;
 			if (eq != NULL)
 				sb_aws_encode(&tmp, eq + 1, (size_t)(amp - eq - 1));
-			tmp.p[tmp.len] = '\0';
-			tmp.len++;
+			if (tmp.over)
+				break;
+			tmp.p[tmp.len++] = '\0';
 			np++;
 		}
 		p = amp + (amp < end);
