@@ -43,6 +43,17 @@ usage(FILE *f)
  * would refuse every request the rule matches (reported in warns).  For a rule whose host is
  * a pattern the binding is checked against the pattern's apex.
  */
+/* A secret a rule presents or signs with that the store does not have. */
+static void
+missing_secret(const struct policy *p, const struct intercept_rule *r,
+    const char *name, const struct secret_set *set, struct errlist *errs)
+{
+	if (name != NULL && secret_set_find(set, name, strlen(name)) == NULL)
+		errlist_add(errs, p->file, r->line, 0, "%s: the secret '%s' is "
+		    "not in secret_dir: every request this rule matches would "
+		    "be refused", r->label, name);
+}
+
 static void
 check_injections(const struct state *st, const struct secret_set *set,
     struct errlist *errs)
@@ -59,6 +70,8 @@ check_injections(const struct state *st, const struct secret_set *set,
 		p = st->policies[i];
 		for (k = 0; k < p->nintercepts; k++) {
 			r = &p->intercepts[k];
+			missing_secret(p, r, r->client_cert, set, errs);
+			missing_secret(p, r, r->sigv4_secret, set, errs);
 			if (r->action != ICPT_INJECT)
 				continue;
 			memset(&inj, 0, sizeof(inj));
