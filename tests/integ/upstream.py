@@ -440,6 +440,10 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
         signature is the one botocore computes with the credentials in
         STATE_DIR/aws-creds.json, else 403 "sigv4 mismatch" (the
         canonical requests go to stderr)."""
+        try:
+            import botocore         # noqa: F401
+        except ImportError:         # Debian's python3-botocore, for another python3
+            sys.path.append("/usr/lib/python3/dist-packages")
         from botocore.auth import SigV4Auth, S3SigV4Auth
         from botocore.awsrequest import AWSRequest
         from botocore.credentials import Credentials
