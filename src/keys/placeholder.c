@@ -5,6 +5,7 @@
 
 #include <sodium.h>
 
+#include "util/ascii.h"
 #include "keys/placeholder.h"
 #include "keys/secrets.h"
 
@@ -59,14 +60,6 @@ placeholder_find(const struct secret_store *st, const struct secret_set *set,
 	return NULL;
 }
 
-static int
-unreserved(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-	    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-	    c == '~';
-}
-
 /* The value of s at out[o..cap), percent-encoded when pct; -1: no room. */
 static long
 put_value(const struct secret *s, int pct, char *out, size_t o, size_t cap)
@@ -75,7 +68,7 @@ put_value(const struct secret *s, int pct, char *out, size_t o, size_t cap)
 	size_t i;
 
 	for (i = 0; i < s->value_len; i++) {
-		if (!pct || unreserved(s->value[i])) {
+		if (!pct || ascii_unreserved(s->value[i])) {
 			if (o >= cap)
 				return -1;
 			out[o++] = (char)s->value[i];

@@ -12,8 +12,10 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "util/ascii.h"
 #include "util/err.h"
 #include "util/keyfile.h"
+#include "parse/httppath.h"
 #include "keys/sigv4.h"
 
 #define MAX_PAIRS	256	/* query parameters signed */
@@ -128,14 +130,6 @@ sb_str(struct sb *b, const char *s)
 	sb_add(b, s, strlen(s));
 }
 
-static int
-unreserved(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-	    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-	    c == '~';
-}
-
 static void
 sb_pct(struct sb *b, unsigned char c)
 {
@@ -145,34 +139,23 @@ sb_pct(struct sb *b, unsigned char c)
 	sb_add(b, e, 3);
 }
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* s[0..n) decoded (%XX) and encoded as AWS asks. */
 static void
 sb_aws_encode(struct sb *b, const char *s, size_t n)
 {
 	unsigned char c;
 	size_t i;
+	int hi, lo;
 
 	for (i = 0; i < n; i++) {
 		c = (unsigned char)s[i];
-		if (c == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 &&
-		    hexval(s[i + 2]) >= 0) {
-			c = (unsigned char)(hexval(s[i + 1]) << 4 |
-			    hexval(s[i + 2]));
+		if (c == '%' && i + 2 < n &&
+		    (hi = http_hexval((unsigned char)s[i + 1])) >= 0 &&
+		    (lo = http_hexval((unsigned char)s[i + 2])) >= 0) {
+			c = (unsigned char)(hi << 4 | lo);
 			i += 2;
 		}
-		if (unreserved(c))
+		if (ascii_unreserved(c))
 			sb_add(b, (const char *)&c, 1);
 		else
 			sb_pct(b, c);
@@ -190,7 +173,7 @@ sb_path(struct sb *b, const char *p, size_t n, int twice)
 		return;
 	}
 	for (i = 0; i < n; i++) {
-		if (!twice || p[i] == '/' || unreserved((unsigned char)p[i]))
+		if (!twice || p[i] == '/' || ascii_unreserved((unsigned char)p[i]))
 			sb_add(b, p + i, 1);
 		else
 			sb_pct(b, (unsigned char)p[i]);

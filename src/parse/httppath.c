@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "util/ascii.h"
 #include "util/err.h"
 #include "parse/httppath.h"
 
@@ -22,15 +23,6 @@ http_hexval(unsigned char c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
-}
-
-/* RFC 3986 unreserved: ALPHA DIGIT - . _ ~ */
-static int
-unreserved(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-	    c == '~';
 }
 
 /*
@@ -122,12 +114,12 @@ path_normalize(const char *target, size_t plen, char *out, size_t outlen,
 				*why = "encoded backslash in path";
 				return SL_ERR_INVALID;
 			}
-			if (o + (n == 3 && !unreserved((unsigned char)c) ?
+			if (o + (n == 3 && !ascii_unreserved((unsigned char)c) ?
 			    3 : 1) >= outlen) {
 				*why = "path too long";
 				return SL_ERR_INVALID;
 			}
-			if (n == 1 || unreserved((unsigned char)c))
+			if (n == 1 || ascii_unreserved((unsigned char)c))
 				out[o++] = (char)c;
 			else {
 				out[o++] = '%';

@@ -36,6 +36,15 @@ ascii_prefix(const char *s, size_t len, const char *prefix)
 	return len >= n && ascii_eq(s, n, prefix);
 }
 
+/* RFC 3986 unreserved: A-Za-z0-9 - . _ ~, whatever the locale. */
+static inline int
+ascii_unreserved(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+	    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+	    c == '~';
+}
+
 /* a[0..len) equals b[0..len), ignoring ASCII case on both sides. */
 static inline int
 ascii_caseeq(const char *a, const char *b, size_t len)

@@ -28,6 +28,7 @@
 
 #include <sodium.h>
 
+#include "util/ascii.h"
 #include "util/err.h"
 #include "util/redact.h"
 
@@ -157,15 +158,6 @@ b64_core(const uint8_t *v, size_t len, size_t a, const char *alpha,
 	return to - from;
 }
 
-/* RFC 3986 unreserved, in ASCII whatever the locale. */
-static int
-unreserved(uint8_t c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-	    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-	    c == '~';
-}
-
 /* Percent-encodes the value; plus: space as '+' (form encoding). */
 static size_t
 pct_encode(const uint8_t *v, size_t len, const char *hex, int plus,
@@ -174,7 +166,7 @@ pct_encode(const uint8_t *v, size_t len, const char *hex, int plus,
 	size_t i, o = 0;
 
 	for (i = 0; i < len; i++) {
-		if (unreserved(v[i]))
+		if (ascii_unreserved(v[i]))
 			out[o++] = v[i];
 		else if (plus && v[i] == ' ')
 			out[o++] = '+';
@@ -242,7 +234,7 @@ json_escape(const uint8_t *v, size_t len, const struct json_style *js,
 
 	for (i = 0; i < len; i++) {
 		c = v[i];
-		if (js->also == NULL ? !unreserved(c) : c < 0x20 || c == 0x7f ||
+		if (js->also == NULL ? !ascii_unreserved(c) : c < 0x20 || c == 0x7f ||
 		    (c != 0 && strchr(js->also, c) != NULL)) {
 			memcpy(out + o, "\\u00", 4);
 			out[o + 4] = (uint8_t)js->hex[c >> 4];
@@ -288,7 +280,7 @@ html_numeric(const uint8_t *v, size_t len, const char *hex, uint8_t *out)
 	int n;
 
 	for (i = 0; i < len; i++) {
-		if (unreserved(v[i])) {
+		if (ascii_unreserved(v[i])) {
 			out[o++] = v[i];
 			continue;
 		}
