@@ -558,7 +558,9 @@ out_rule(FILE *f, const char *host, const struct glob *g, int idx,
 	char name[64];
 	size_t i, nv = 0;
 
-	snprintf(name, sizeof(name), "%.48s-%d", host, idx);
+	/* A rule name starts with a letter or digit; a host may not ("_x"). */
+	snprintf(name, sizeof(name), "%s%.48s-%d", isalnum((unsigned char)
+	    host[0]) ? "" : "host", host, idx);
 	for (i = 0; name[i] != '\0'; i++)
 		if (name[i] == '.' || name[i] == '*')
 			name[i] = '-';
