@@ -94,19 +94,19 @@ static long
 swap_into(struct phwork *w, const char *s, size_t len, int pct,
     const char **out)
 {
+	int in[PH_MAX_SWAP], any = 0;
 	size_t count = 0, k;
 	long n;
 
 	for (k = 0; k < w->nswaps; k++)
-		if (memmem(s, len, w->swaps[k].ph, PH_LEN) != NULL)
-			break;
-	if (k == w->nswaps)
+		any |= in[k] = memmem(s, len, w->swaps[k].ph, PH_LEN) != NULL;
+	if (!any)
 		return 0;
 	if ((n = placeholder_swap(s, len, w->swaps, w->nswaps, pct,
 	    w->buf + w->off, INJECT_BUF - w->off - 1, &count)) < 0)
 		return -1;
 	for (k = 0; k < w->nswaps; k++)
-		w->made[k] += memmem(s, len, w->swaps[k].ph, PH_LEN) != NULL;
+		w->made[k] += (size_t)in[k];
 	*out = w->buf + w->off;
 	w->buf[w->off + (size_t)n] = '\0';
 	w->off += (size_t)n + 1;
@@ -244,7 +244,7 @@ swap_headers(struct phwork *w, const struct http_head *h, struct inject *inj)
 
 /* Swaps in the query of target (path '?' query), in place. */
 static int
-swap_query(struct phwork *w, char *target, size_t cap, int *changed)
+swap_query(struct phwork *w, char *target, size_t cap)
 {
 	char *q = strchr(target, '?');
 	const char *out;
@@ -258,7 +258,6 @@ swap_query(struct phwork *w, char *target, size_t cap, int *changed)
 	if ((size_t)(q - target) + strlen(out) + 1 > cap)
 		return -1;
 	memcpy(q, out, strlen(out) + 1);
-	*changed = 1;
 	return 0;
 }
 
@@ -341,7 +340,6 @@ icpt_placeholders(struct icpt *ic, const struct http_head *h,
 	struct phwork w;
 	char detail[160];
 	size_t k;
-	int changed = 0;
 
 	if (c->l->secrets == NULL || c->l->st->secrets == NULL ||
 	    !worth_a_look(h, target))
@@ -361,7 +359,7 @@ icpt_placeholders(struct icpt *ic, const struct http_head *h,
 	} else
 		swaps_of(&w, rule);
 	if ((w.nswaps > 0 && swap_headers(&w, h, inj) != 0) ||
-	    swap_query(&w, target, target_cap, &changed) != 0) {
+	    swap_query(&w, target, target_cap) != 0) {
 		*wipe = w.off;
 		icpt_refuse(ic, 400, "refused", "header-too-large", "sluice: "
 		    "the request's placeholders do not fit", ka_close);

@@ -318,7 +318,7 @@ sigv4_sign(const struct aws_creds *c, const struct sigv4_req *r, char *buf,
 {
 	char date[17], day[9], scope[160], hash[65], sig[65], auth[1024];
 	uint8_t k[32], d[32], ksecret[SIGV4_MAX_FIELD + 4];
-	char *canon = NULL, *sts = NULL;
+	char *canon = NULL, sts[512];
 	size_t off = 0, slen = strlen(c->secret), clen;
 	struct tm tm;
 	long n = -1;
@@ -332,13 +332,14 @@ sigv4_sign(const struct aws_creds *c, const struct sigv4_req *r, char *buf,
 	    r->service);
 	clen = 4 * strlen(r->target) + strlen(r->host) + 4 * 1024 +
 	    (c->token != NULL ? c->token_len : 0) + 2 * MAX_PAIRS;
-	if ((canon = malloc(clen)) == NULL || (sts = malloc(512)) == NULL)
+	if ((canon = malloc(clen)) == NULL)
 		goto out;
 	if (sigv4_canonical(r, date, c->token, canon, clen) < 0)
 		goto out;
 	crypto_hash_sha256(d, (const uint8_t *)canon, strlen(canon));
 	sodium_bin2hex(hash, sizeof(hash), d, sizeof(d));
-	snprintf(sts, 512, "AWS4-HMAC-SHA256\n%s\n%s\n%s", date, scope, hash);
+	snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256\n%s\n%s\n%s", date, scope,
+	    hash);
 	/* kSecret = "AWS4" + secret; then date, region, service, request. */
 	memcpy(ksecret, "AWS4", 4);
 	memcpy(ksecret + 4, c->secret, slen);
@@ -366,6 +367,5 @@ sigv4_sign(const struct aws_creds *c, const struct sigv4_req *r, char *buf,
 	if (canon != NULL)
 		sodium_memzero(canon, clen);	/* it holds the token */
 	free(canon);
-	free(sts);
 	return n;
 }
