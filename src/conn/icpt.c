@@ -915,7 +915,7 @@ icpt_free(struct icpt *ic)
 	if (ic->q != NULL)
 		freelist_put(&ic->c->l->qblocks, ic->q, free);
 	resolve_cancel(ic->resolving);
-	icpt_fwd_free(ic->fwd);
+	icpt_hold_free(ic->hold);
 	redactor_free(ic->red);
 	if (ic->red_buf != NULL)
 		evbuffer_free(ic->red_buf);

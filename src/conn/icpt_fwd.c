@@ -15,7 +15,7 @@
  * A token is made for one request: its URL (htu), method, the sandbox,
  * team and project, the rule's audience, a short life, a random jti and,
  * when the rule asks (body_hash), the SHA-256 of the body -- then the
- * head waits for the whole body (at most FWD_BODY_MAX bytes, with a
+ * head waits for the whole body (icpt_hold.c: at most 1 MiB, with a
  * Content-Length).  The request's record, with the jti, is queued before
  * a byte goes to the proxy.  The token never reaches the sandbox: the
  * proxy's answer is redacted for it like a secret.
@@ -49,19 +49,8 @@
 #include "conn/conn_int.h"
 #include "conn/icpt_int.h"
 
-#define FWD_BODY_MAX	(1u << 20)	/* a body hashed into the token */
 #define FWD_HEAD_MAX	(64u * 1024)
-
-/* A request whose token waits for the hash of its body. */
-struct icpt_fwd {
-	struct evbuffer	*head;		/* for the proxy, less the token */
-	struct evbuffer	*body;
-	crypto_hash_sha256_state sha;
-	uint64_t	 left;		/* body bytes still to come */
-	char		 aud[256];
-	char		 htu[2 * HTTP_MAX_TARGET + NAME_BUFSZ + 16];
-	char		 method[24];
-};
+#define FWD_HTU_MAX	(2 * HTTP_MAX_TARGET + NAME_BUFSZ + 16)
 
 /*
  * The names, as received, of h's headers that claim what only sluice may
@@ -80,19 +69,6 @@ fwd_drop(const struct http_head *h, const char **drop)
 		    h->headers[i].name_len) != HTTP_CLAIM_NONE)
 			drop[n++] = h->headers[i].name;
 	return n;
-}
-
-void
-icpt_fwd_free(struct icpt_fwd *f)
-{
-	if (f == NULL)
-		return;
-	if (f->head != NULL)
-		evbuffer_free(f->head);
-	if (f->body != NULL)
-		evbuffer_free(f->body);
-	sodium_memzero(&f->sha, sizeof(f->sha));
-	free(f);
 }
 
 int
@@ -118,17 +94,8 @@ icpt_fwd_check(struct icpt *ic, const struct http_head *h,
 		    "forwarded request may not switch protocols", ka_close);
 		return -1;
 	}
-	if (rule->forward_body_hash && h->chunked) {
-		icpt_refuse(ic, 411, "refused", "length-required", "sluice: "
-		    "this request's body is hashed into its token: send a "
-		    "Content-Length", ka_close);
-		return -1;
-	}
-	if (rule->forward_body_hash && h->content_length > FWD_BODY_MAX) {
-		icpt_refuse(ic, 413, "refused", "body-too-large", "sluice: a "
-		    "body hashed into a token is at most 1 MiB", 1);
-		return -1;
-	}
+	if (rule->forward_body_hash)
+		return icpt_hold_check(ic, h, "hashed into its token", ka_close);
 	return 0;
 }
 
@@ -239,7 +206,7 @@ icpt_fwd_head(struct icpt *ic, const struct http_head *h,
 	struct conn *c = ic->c;
 	struct http_add add[2];
 	struct icpt_req *q;
-	struct icpt_fwd *f = NULL;
+	struct icpt_hold *hd;
 	char fhost[NAME_BUFSZ + 16], forwarded[NAME_BUFSZ + 48];
 	char ptarget[2 * HTTP_MAX_TARGET + 256], tok[JWT_MAX], *head = NULL;
 	const char *drop[HTTP_MAX_HEADERS];
@@ -266,6 +233,8 @@ icpt_fwd_head(struct icpt *ic, const struct http_head *h,
 	add[0].name = "forwarded";
 	add[0].value = forwarded;
 	ndrop = fwd_drop(h, drop);
+	if (rule->forward_body_hash && ndrop < HTTP_MAX_HEADERS)
+		drop[ndrop++] = "expect";	/* icpt_hold_continue */
 	n = http_head_serialize_upstream(h, ptarget, rule->forward_host,
 	    rule->forward_port, 0, drop, ndrop, add, 1, head,
 	    FWD_HEAD_MAX - JWT_MAX - 32);
@@ -278,25 +247,19 @@ icpt_fwd_head(struct icpt *ic, const struct http_head *h,
 		goto out;
 	if (rule->forward_body_hash) {
 		/* The head waits for the body: its hash is in the token. */
-		if ((f = calloc(1, sizeof(*f))) == NULL ||
-		    (f->head = evbuffer_new()) == NULL ||
-		    (f->body = evbuffer_new()) == NULL ||
-		    evbuffer_add(f->head, head, (size_t)n) != 0) {
-			icpt_fwd_free(f);
+		if ((hd = icpt_hold_new(HOLD_TOKEN, head, (size_t)n, h,
+		    target)) == NULL) {
 			icpt_end(ic, "out-of-memory");
 			goto out;
 		}
-		crypto_hash_sha256_init(&f->sha);
-		f->left = h->content_length;
-		snprintf(f->aud, sizeof(f->aud), "%s", rule->forward_audience);
-		request_url(c, target, f->htu, sizeof(f->htu));
-		snprintf(f->method, sizeof(f->method), "%s", h->method);
-		ic->fwd = f;
+		snprintf(hd->aud, sizeof(hd->aud), "%s", rule->forward_audience);
+		ic->hold = hd;
+		icpt_hold_continue(ic, h);
 		r = 0;
 		goto out;
 	}
 	{
-		char htu[sizeof(((struct icpt_fwd *)0)->htu)];
+		char htu[FWD_HTU_MAX];
 
 		request_url(c, target, htu, sizeof(htu));
 		icpt_held_mark(ic);
@@ -324,47 +287,26 @@ icpt_fwd_head(struct icpt *ic, const struct http_head *h,
 }
 
 int
-icpt_fwd_body(struct icpt *ic, const uint8_t *p, size_t n)
+icpt_fwd_finish(struct icpt *ic, struct icpt_hold *hd,
+    const uint8_t md[crypto_hash_sha256_BYTES])
 {
-	struct icpt_fwd *f = ic->fwd;
-
-	if (n > f->left) {	/* the parser framed it: cannot happen */
-		icpt_end(ic, "internal");
-		return -1;
-	}
-	f->left -= n;
-	crypto_hash_sha256_update(&f->sha, p, n);
-	if (evbuffer_add(f->body, p, n) != 0) {
-		icpt_end(ic, "out-of-memory");
-		return -1;
-	}
-	return 0;
-}
-
-int
-icpt_fwd_finish(struct icpt *ic)
-{
-	struct icpt_fwd *f = ic->fwd;
 	struct icpt_req *q = icpt_q_tail(ic);
-	uint8_t md[crypto_hash_sha256_BYTES];
-	char b64[64], tok[JWT_MAX];
+	char b64[64], tok[JWT_MAX], htu[FWD_HTU_MAX];
 	long tlen = 0;
 	int r = -1;
 
-	ic->fwd = NULL;
-	crypto_hash_sha256_final(&f->sha, md);
-	icpt_held_mark(ic);
-	if (jwt_b64url(md, sizeof(md), b64, sizeof(b64)) != 0 ||
-	    sign_and_audit(ic, q, f->aud, f->htu, f->method, b64, tok,
+	request_url(ic->c, hd->target, htu, sizeof(htu));
+	if (jwt_b64url(md, crypto_hash_sha256_BYTES, b64, sizeof(b64)) != 0 ||
+	    sign_and_audit(ic, q, hd->aud, htu, hd->method, b64, tok,
 	    sizeof(tok), &tlen) != 0) {
 		icpt_fail_unsent(ic, 1, evbuffer_get_length(ic->held), 503,
 		    "audit-unavailable",
 		    "the request could not be signed or audited");
 		goto out;
 	}
-	if (evbuffer_add_buffer(ic->held, f->head) != 0 ||
+	if (evbuffer_add_buffer(ic->held, hd->head) != 0 ||
 	    evbuffer_add_printf(ic->held, "Sluice-Identity: %.*s\r\n\r\n",
-	    (int)tlen, tok) < 0 || evbuffer_add_buffer(ic->held, f->body) != 0) {
+	    (int)tlen, tok) < 0 || evbuffer_add_buffer(ic->held, hd->body) != 0) {
 		icpt_end(ic, "out-of-memory");
 		goto out;
 	}
@@ -372,6 +314,5 @@ icpt_fwd_finish(struct icpt *ic)
 	r = 0;
  out:
 	sodium_memzero(tok, sizeof(tok));
-	icpt_fwd_free(f);
 	return r;
 }

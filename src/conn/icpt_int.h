@@ -11,7 +11,11 @@
 
 #include "util/names.h"
 #include "util/redact.h"
+#include "parse/dechunk.h"
+#include "keys/placeholder.h"
 #include "loop/upool.h"
+
+#include <sodium.h>
 
 struct bufferevent;
 struct conn;
@@ -25,7 +29,7 @@ struct redactor;
 struct inject;
 struct secret;
 struct resolve_req;
-struct icpt_fwd;
+struct icpt_hold;
 struct http_head;
 
 #define ICPT_HIGH		(256u * 1024)	/* bytes queued for one side */
@@ -121,6 +125,27 @@ enum icpt_red {
 	RED_CLOSE,	/* close-delimited: redacted, ended by the close */
 };
 
+/*
+ * The first ICPT_SCAN_MAX bytes of a request body, read for the sandbox's
+ * placeholders as they go by (icpt_scan.c).
+ */
+#define ICPT_SCAN_MAX		(64u * 1024)
+
+enum icpt_scan_mode {
+	SCAN_OFF,	/* no body, nothing to look for, or read far enough */
+	SCAN_PLAIN,	/* a body with a Content-Length */
+	SCAN_CHUNKED,	/* a chunked one, read out of its framing */
+};
+
+struct icpt_scan {
+	enum icpt_scan_mode mode;
+	uint32_t	 seen;		/* data bytes read */
+	uint8_t		 ncarry;
+	char		 carry[PH_LEN - 1];	/* the last bytes read */
+	struct dechunk	 dc;
+	const struct secret *found;	/* the placeholder found: its secret */
+};
+
 /* sluice's own answer, held until the answers owed before it are out. */
 struct icpt_refusal {
 	char		*buf;		/* NULL: none */
@@ -178,14 +203,14 @@ struct icpt {
 	struct redactor	*red;		/* from the loop while an answer is redacted */
 	struct evbuffer	*red_buf;	/* what it let go, before framing */
 	enum icpt_red	 red_mode;
-	int		 red_dstate;	/* the de-chunker's state */
-	uint64_t	 red_left;	/* bytes left of the current chunk */
+	struct dechunk	 red_dechunk;	/* RED_CHUNKED: its framing */
 	uint64_t	 red_base;	/* replacements in the head */
 	/* The upstream's host and port (a forward rule's proxy, or c's). */
 	char		 up_host[NAME_BUFSZ + 2];
 	unsigned	 up_port;
 	struct resolve_req *resolving;	/* the proxy's name, being resolved */
-	struct icpt_fwd	*fwd;		/* a forwarded body being hashed */
+	struct icpt_hold *hold;		/* a body its head waits for */
+	struct icpt_scan scan;		/* the body read for placeholders */
 };
 
 /* The request queue: sent, not yet answered, oldest first. */
@@ -357,11 +382,12 @@ int	icpt_fwd_check(struct icpt *ic, const struct http_head *h,
 /* The head for the proxy, with its token (or held for the body's hash). */
 int	icpt_fwd_head(struct icpt *ic, const struct http_head *h,
 	    const struct intercept_rule *rule, const char *target);
-/* Body bytes of a request whose token carries the body's hash. */
-int	icpt_fwd_body(struct icpt *ic, const uint8_t *p, size_t n);
-/* Its body is complete: sign, write head and body for the proxy. */
-int	icpt_fwd_finish(struct icpt *ic);
-void	icpt_fwd_free(struct icpt_fwd *f);	/* accepts NULL */
+/*
+ * The head is whole with the body (icpt_hold_finish): the token, with
+ * hd's hash md, signed and written after hd's head, then the body.
+ */
+int	icpt_fwd_finish(struct icpt *ic, struct icpt_hold *hd,
+	    const uint8_t md[32]);
 /* Whether r's answer is redacted: it got a secret or a token. */
 int	icpt_req_redacts(const struct icpt_req *r);
 
@@ -473,14 +499,79 @@ size_t	icpt_budget_items(const struct conn *c, const struct secret *s,
 int	icpt_placeholders(struct icpt *ic, const struct http_head *h,
 	    const struct intercept_rule *rule, char *target, size_t target_cap,
 	    struct inject *inj, size_t *wipe, int ka_close);
+/* The placeholder_elsewhere record: r carried s's placeholder, there. */
+void	icpt_ph_audit(struct icpt *ic, const struct icpt_req *r,
+	    const struct secret *s, const char *where);
+
+/*
+ * icpt_scan.c.  start: h's body, if any, is to be read for placeholders.
+ * body: body bytes in their framing, read before they go on; 0, or -1
+ * after refusing the request (403 placeholder-elsewhere; the connection
+ * ends) or ending the connection.
+ */
+void	icpt_scan_start(struct icpt *ic, const struct http_head *h);
+int	icpt_scan_body(struct icpt *ic, const uint8_t *p, size_t n);
 
 /*
  * icpt_sigv4.c: rule's sigv4 signs the request as it will go (target:
  * after placeholders), into inj and the scratch after *wipe (moved on).
- * 0, or -1 after refusing.
+ * 0; 1 when the body's hash is signed, once it is whole (the headers to
+ * drop are in inj: icpt_sigv4_hold, then icpt_sigv4_finish); -1 after
+ * refusing.
  */
 int	icpt_sigv4(struct icpt *ic, const struct http_head *h,
 	    const struct intercept_rule *rule, const char *target,
 	    struct inject *inj, size_t *wipe, int ka_close);
+/* hd, held for rule, gets what signing needs (the secret inj got). */
+void	icpt_sigv4_hold(struct icpt_hold *hd, const struct intercept_rule *rule,
+	    const struct inject *inj);
+/* The body is whole: signed with its hash md, written after hd's head. */
+int	icpt_sigv4_finish(struct icpt *ic, struct icpt_hold *hd,
+	    const uint8_t md[32]);
+
+/*
+ * icpt_hold.c: a head that waits for its body (at most HOLD_BODY_MAX
+ * bytes, with a Content-Length), the body hashed as it comes.
+ */
+#define HOLD_BODY_MAX	(1u << 20)
+
+enum icpt_hold_for {
+	HOLD_TOKEN,	/* a forward rule's token carries the body's hash */
+	HOLD_SIGV4,	/* SigV4 signs it */
+};
+
+struct icpt_hold {
+	enum icpt_hold_for why;
+	struct evbuffer	*head;		/* less its last lines (wiped) */
+	struct evbuffer	*body;
+	crypto_hash_sha256_state sha;
+	uint64_t	 left;		/* body bytes still to come */
+	char		 method[24];
+	char		*target;	/* guarded: as it goes upstream */
+	char		 aud[256];	/* HOLD_TOKEN: the token's audience */
+	struct secret	*creds;		/* HOLD_SIGV4: ref */
+	char		 service[64], region[64];
+};
+
+/*
+ * Whether h's body can be held for what (a phrase for the refusal: "hashed
+ * into its token"); -1 after refusing (411 chunked, 413 too large).
+ */
+int	icpt_hold_check(struct icpt *ic, const struct http_head *h,
+	    const char *what, int ka_close);
+/* A hold of head[0..n) for h, its target as it goes; NULL: no memory. */
+struct icpt_hold *icpt_hold_new(enum icpt_hold_for why, const char *head,
+	    size_t n, const struct http_head *h, const char *target);
+void	icpt_hold_free(struct icpt_hold *hd);	/* accepts NULL */
+/*
+ * The held request (the only one queued) asked "Expect: 100-continue":
+ * the sandbox gets sluice's 100 (the upstream gets no Expect: the
+ * caller drops it).
+ */
+void	icpt_hold_continue(struct icpt *ic, const struct http_head *h);
+/* Body bytes of the request held (ic->hold); -1 after ending it. */
+int	icpt_hold_body(struct icpt *ic, const uint8_t *p, size_t n);
+/* Its body is whole: the rule's part writes the rest, all of it goes. */
+int	icpt_hold_finish(struct icpt *ic);
 
 #endif

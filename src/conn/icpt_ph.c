@@ -313,20 +313,21 @@ worth_a_look(const struct http_head *h, const char *target)
 	return 0;
 }
 
-static void
-audit_elsewhere(struct phwork *w)
+void
+icpt_ph_audit(struct icpt *ic, const struct icpt_req *r,
+    const struct secret *s, const char *where)
 {
-	struct conn *c = w->ic->c;
+	struct conn *c = ic->c;
 	struct arec rec;
 
 	arec_init(&rec);
 	arec_str(&rec, "sandbox", c->sb ? c->sb->id : NULL);
 	arec_str(&rec, "policy", c->policy_name);
 	arec_str(&rec, "host", c->name);
-	arec_str(&rec, "path", w->ic->cur.path);
-	arec_str(&rec, "rule", w->ic->cur.rule[0] ? w->ic->cur.rule : NULL);
-	arec_str(&rec, "secret", w->found->name);
-	arec_str(&rec, "where", w->where);
+	arec_str(&rec, "path", r->path);
+	arec_str(&rec, "rule", r->rule[0] ? r->rule : NULL);
+	arec_str(&rec, "secret", s->name);
+	arec_str(&rec, "where", where);
 	audit_write_rec(c->l->audit, "placeholder_elsewhere", &rec);
 }
 
@@ -367,7 +368,7 @@ icpt_placeholders(struct icpt *ic, const struct http_head *h,
 	}
 	*wipe = w.off;
 	if (left_over(&w, h, inj, target)) {
-		audit_elsewhere(&w);
+		icpt_ph_audit(ic, &ic->cur, w.found, w.where);
 		snprintf(detail, sizeof(detail), "sluice: a placeholder of the "
 		    "secret '%s' may not go here (its %s)", w.found->name,
 		    w.where);

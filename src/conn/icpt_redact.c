@@ -30,7 +30,7 @@
 #include "util/freelist.h"
 #include "util/redact.h"
 #include "parse/httphead.h"
-#include "parse/httppath.h"
+#include "parse/dechunk.h"
 #include "parse/httpresp.h"
 #include "keys/secrets.h"
 #include "audit/audit.h"
@@ -39,8 +39,6 @@
 #include "conn/conn.h"
 #include "conn/conn_int.h"
 #include "conn/icpt_int.h"
-
-enum { D_SIZE, D_EXT, D_SIZE_LF, D_DATA, D_DATA_CR, D_DATA_LF, D_DONE };
 
 /* The forms of every secret r got, as one pattern list. */
 static size_t
@@ -178,8 +176,7 @@ icpt_redact_head(struct icpt *ic, struct icpt_req *r,
 	if (!body)
 		return 0;
 	ic->red_mode = chunked ? RED_CHUNKED : reframe ? RED_LENGTH : RED_CLOSE;
-	ic->red_dstate = D_SIZE;
-	ic->red_left = 0;
+	dechunk_init(&ic->red_dechunk);
 	return 0;
 }
 
@@ -199,64 +196,13 @@ send_redacted(struct icpt *ic)
 		evbuffer_add(out, "\r\n", 2);
 }
 
-/*
- * Takes the chunk framing off p[0..n) (checked by the response parser
- * already) and feeds the data to the redactor.
- */
+/* A run of a chunked body's data, to the redactor. */
 static int
-dechunk_feed(struct icpt *ic, const uint8_t *p, size_t n)
+redact_run(void *arg, const uint8_t *p, size_t n)
 {
-	size_t i = 0, take;
-	int c;
+	struct icpt *ic = arg;
 
-	while (i < n) {
-		switch (ic->red_dstate) {
-		case D_SIZE:
-			c = p[i++];
-			if (c == ';' || c == ' ' || c == '\t')
-				ic->red_dstate = D_EXT;
-			else if (c == '\r')
-				ic->red_dstate = D_SIZE_LF;
-			else if (ic->red_left >> 56 != 0 || http_hexval(c) < 0)
-				return -1;
-			else
-				ic->red_left = ic->red_left * 16 +
-				    (uint64_t)http_hexval(c);
-			break;
-		case D_EXT:
-			if (p[i++] == '\r')
-				ic->red_dstate = D_SIZE_LF;
-			break;
-		case D_SIZE_LF:
-			if (p[i++] != '\n')
-				return -1;
-			ic->red_dstate = ic->red_left == 0 ? D_DONE : D_DATA;
-			break;
-		case D_DATA:
-			take = n - i < ic->red_left ? n - i : (size_t)ic->red_left;
-			if (redactor_feed(ic->red, p + i, take, emit_cb,
-			    ic->red_buf) != 0)
-				return -1;
-			i += take;
-			if ((ic->red_left -= take) == 0)
-				ic->red_dstate = D_DATA_CR;
-			break;
-		case D_DATA_CR:
-			if (p[i++] != '\r')
-				return -1;
-			ic->red_dstate = D_DATA_LF;
-			break;
-		case D_DATA_LF:
-			if (p[i++] != '\n')
-				return -1;
-			ic->red_dstate = D_SIZE;
-			break;
-		case D_DONE:		/* the last chunk's CRLF */
-			i = n;
-			break;
-		}
-	}
-	return 0;
+	return redactor_feed(ic->red, p, n, emit_cb, ic->red_buf);
 }
 
 int
@@ -268,7 +214,7 @@ icpt_redact_body(struct icpt *ic, struct icpt_req *r, const uint8_t *p,
 	if (ic->red_mode == RED_OFF || n == 0)
 		return 0;
 	if (ic->red_mode == RED_CHUNKED)
-		rc = dechunk_feed(ic, p, n);
+		rc = dechunk_feed(&ic->red_dechunk, p, n, redact_run, ic);
 	else
 		rc = redactor_feed(ic->red, p, n, emit_cb, ic->red_buf);
 	if (rc != 0) {

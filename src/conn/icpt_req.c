@@ -109,7 +109,7 @@ inject_prepare(struct icpt *ic, const struct intercept_rule *rule,
  */
 static const struct intercept_rule *
 judge(struct icpt *ic, const struct http_head *h, char *target,
-    size_t target_len, struct inject *inj, size_t *wipe)
+    size_t target_len, struct inject *inj, size_t *wipe, int *sign_later)
 {
 	struct conn *c = ic->c;
 	const struct intercept_rule *rule;
@@ -222,7 +222,8 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 	    ka_close) != 0)
 		return NULL;
 	if (rule->action == ICPT_INJECT && rule->sigv4_secret != NULL &&
-	    icpt_sigv4(ic, h, rule, target, inj, wipe, ka_close) != 0)
+	    (*sign_later = icpt_sigv4(ic, h, rule, target, inj, wipe,
+	    ka_close)) < 0)
 		return NULL;
 	return rule;
 }
@@ -468,18 +469,23 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 	ic->cur.nsecrets = 0;	/* the queue holds them now */
 	ic->cur.tok = NULL;
 	icpt_rq_set(ic, RQ_BODY);	/* its body follows it */
+	icpt_scan_start(ic, h);
 	return q;
 }
 
-/* An allowed head: re-serialised (inj: with its injection), queued for the upstream. */
+/*
+ * An allowed head: re-serialised (inj: with its injection), queued for the
+ * upstream; sign_later: held (icpt_hold.c) until SigV4 signs its body.
+ */
 static int
 forward_head(struct icpt *ic, const struct http_head *h,
     const struct intercept_rule *rule, const char *target,
-    struct inject *inj)
+    struct inject *inj, int sign_later)
 {
 	struct conn *c = ic->c;
 	struct evbuffer_iovec v;
-	struct evbuffer *out;
+	struct evbuffer *out, *tmp = NULL;
+	struct icpt_hold *hd;
 	struct icpt_req *q;
 	size_t i;
 	long n;
@@ -494,16 +500,22 @@ forward_head(struct icpt *ic, const struct http_head *h,
 	 */
 	if (inj != NULL)
 		icpt_held_mark(ic);
-	out = inj != NULL ? ic->held : icpt_up_out(ic);
-	if (evbuffer_reserve_space(out, ICPT_HEAD_MAX, &v, 1) != 1) {
+	out = sign_later ? (tmp = evbuffer_new()) : inj != NULL ? ic->held :
+	    icpt_up_out(ic);
+	if (out == NULL || evbuffer_reserve_space(out, ICPT_HEAD_MAX, &v,
+	    1) != 1) {
+		if (tmp != NULL)
+			evbuffer_free(tmp);
 		icpt_end(ic, "out-of-memory");
 		return -1;
 	}
 	n = http_head_serialize_upstream(h, target, c->name, c->dst_port,
 	    h->upgrade, inj ? inj->drop : NULL, inj ? inj->ndrop : 0,
 	    inj ? inj->add : NULL, inj ? inj->nadd : 0, v.iov_base, v.iov_len);
-	if (n < 0) {
+	if (n < 0 || (sign_later && n < 2)) {
 		evbuffer_commit_space(out, &v, 0);
+		if (tmp != NULL)
+			evbuffer_free(tmp);
 		if (inj != NULL && n == SL_ERR_INVALID)
 			icpt_refuse(ic, 503, "unavailable", "secret-unusable",
 			    "sluice: a secret cannot go in a header", 0);
@@ -515,16 +527,38 @@ forward_head(struct icpt *ic, const struct http_head *h,
 	if (inj != NULL && audit_injected(ic, inj) != 0) {
 		sodium_memzero(v.iov_base, (size_t)n);
 		evbuffer_commit_space(out, &v, 0);
+		if (tmp != NULL)
+			evbuffer_free(tmp);
 		icpt_refuse(ic, 503, "unavailable", "audit-unavailable",
 		    "sluice: the request could not be audited", 1);
 		return -1;
 	}
-	v.iov_len = (size_t)n;
-	evbuffer_commit_space(out, &v, 1);
-	if ((q = icpt_enqueue(ic, h)) == NULL)
-		return -1;
+	if (sign_later) {
+		/* Less the empty line: the signature's headers come first. */
+		hd = icpt_hold_new(HOLD_SIGV4, v.iov_base, (size_t)n - 2, h,
+		    target);
+		sodium_memzero(v.iov_base, (size_t)n);
+		evbuffer_commit_space(out, &v, 0);
+		evbuffer_free(tmp);
+		if (hd == NULL) {
+			icpt_end(ic, "out-of-memory");
+			return -1;
+		}
+		icpt_sigv4_hold(hd, rule, inj);
+		if ((q = icpt_enqueue(ic, h)) == NULL) {
+			icpt_hold_free(hd);
+			return -1;
+		}
+		ic->hold = hd;
+		icpt_hold_continue(ic, h);
+	} else {
+		v.iov_len = (size_t)n;
+		evbuffer_commit_space(out, &v, 1);
+		if ((q = icpt_enqueue(ic, h)) == NULL)
+			return -1;
+	}
 	/* Its head went straight to the upstream, not to held: on its way. */
-	if (out != ic->held)
+	if (out != ic->held && !sign_later)
 		ic->q_sent = ic->qn;
 	/* The queued request holds the secrets until its response is out. */
 	for (i = 0; inj != NULL && i < inj->nused; i++)
@@ -551,18 +585,19 @@ take_head(struct icpt *ic, const struct http_head *h)
 	const struct intercept_rule *rule;
 	struct inject inj;
 	size_t wipe = 0;
+	int sign_later = 0;
 	char target[2 * ICPT_PATH_MAX];	/* path, '?', query */
 
 	memset(&inj, 0, sizeof(inj));
 	target[0] = '\0';
-	rule = judge(ic, h, target, sizeof(target), &inj, &wipe);
+	rule = judge(ic, h, target, sizeof(target), &inj, &wipe, &sign_later);
 	/* A client certificate is a credential the request gets, like a header. */
 	if (rule != NULL && rule->action == ICPT_FORWARD)
 		icpt_fwd_head(ic, h, rule, target);
 	else if (rule != NULL)
 		forward_head(ic, h, rule, target,
 		    rule->action == ICPT_INJECT || rule->client_cert != NULL ?
-		    &inj : NULL);
+		    &inj : NULL, sign_later);
 	if (wipe > 0) {
 		sodium_memzero(loop_scratch(ic->c->l), wipe);
 		/* A query may have got a value in place of a placeholder. */
@@ -575,7 +610,7 @@ take_head(struct icpt *ic, const struct http_head *h)
 static void
 request_end(struct icpt *ic, const struct http_head *h)
 {
-	if (ic->fwd != NULL && icpt_fwd_finish(ic) != 0)
+	if (ic->hold != NULL && icpt_hold_finish(ic) != 0)
 		return;
 	if (h->upgrade && ic->rq == RQ_BODY && ic->qn > 0) {
 		icpt_rq_set(ic, RQ_UPGRADE);	/* the upstream's answer decides */
@@ -632,11 +667,13 @@ request_body(struct icpt *ic, struct evbuffer *in, const uint8_t *data,
 		evbuffer_drain(in, used);
 		return 0;
 	}
+	if (icpt_scan_body(ic, data, used) != 0)
+		return -1;
 	if (ic->qn > 0)
 		icpt_q_tail(ic)->bytes_up += used;
-	if (ic->fwd != NULL) {
-		/* The token waits for the body's hash. */
-		if (icpt_fwd_body(ic, data, used) != 0)
+	if (ic->hold != NULL) {
+		/* The head waits for the body's hash. */
+		if (icpt_hold_body(ic, data, used) != 0)
 			return -1;
 		evbuffer_drain(in, used);
 		return 0;

@@ -354,7 +354,7 @@ static int
 up_idle(struct icpt *ic)
 {
 	return ic->up != NULL && ic->rs == RS_READY && ic->qn == 0 &&
-	    icpt_resps_pending(ic) == 0 && ic->fwd == NULL &&
+	    icpt_resps_pending(ic) == 0 && ic->hold == NULL &&
 	    ic->audit_wait == 0 && evbuffer_get_length(ic->held) == 0 &&
 	    evbuffer_get_length(bufferevent_get_input(ic->up)) == 0 &&
 	    evbuffer_get_length(bufferevent_get_output(ic->up)) == 0;

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
+#include <sodium.h>
 
 #include "util/freelist.h"
 #include "util/keyfile.h"
@@ -29,6 +31,25 @@ loop_scratch(struct loop *l)
 	if (l->scratch == NULL)
 		l->scratch = secmem_alloc(INJECT_BUF);
 	return l->scratch;
+}
+
+void
+loop_evbuffer_wipe_free(struct evbuffer *b)
+{
+	struct evbuffer_iovec v[16];
+	int i, n;
+
+	/* Drained chain by chain: each one's bytes wiped before it goes. */
+	while ((n = evbuffer_peek(b, -1, NULL, v, 16)) > 0) {
+		size_t len = 0;
+
+		for (i = 0; i < n && i < 16; i++) {
+			sodium_memzero(v[i].iov_base, v[i].iov_len);
+			len += v[i].iov_len;
+		}
+		evbuffer_drain(b, len);
+	}
+	evbuffer_free(b);
 }
 
 void

@@ -83,6 +83,12 @@ void	loop_conn_gone(struct loop *l);
  * when guarded memory is short.
  */
 char	*loop_scratch(struct loop *l);
+/*
+ * Frees b after wiping every byte it holds: for buffers that held a
+ * rendered credential.
+ */
+struct evbuffer;
+void	loop_evbuffer_wipe_free(struct evbuffer *b);
 /* Frees what l keeps for reuse (its freelists). */
 void	loop_caches_clear(struct loop *l);
 /*

@@ -46,6 +46,10 @@
  * other faults past a known leak; FUZZ_ICPT_DEBUG logs at debug level
  * and shows what each side got.
  *
+ * The inject-only policy's rule "sig" (/sig/ and below) signs with SigV4:
+ * a request with a body there is held until the body is whole
+ * (icpt_hold.c).
+ *
  * Not covered: TLS towards the sandbox (SNIFF_TLS; plain HTTP skips it),
  * forward rules, the audit trail's durability waits, timers.
  */
@@ -118,6 +122,10 @@ static const char policy_inject_only[] =
 	"      set: {authorization: \"Bearer {{secret:tok}}\"}\n"
 	"      remove: [cookie]\n"
 	"      placeholders: [tok]\n"
+	"  - name: sig\n"
+	"    match: {host: " HOST ", path: \"/sig/**\"}\n"
+	"    inject:\n"
+	"      sigv4: {secret: aws, service: execute-api, region: us-east-1}\n"
 	"  - name: nope\n"
 	"    match: {host: " HOST "}\n"
 	"    action: deny\n";
@@ -264,7 +272,7 @@ make_pki(void)
 	EVP_PKEY_free(key);
 }
 
-/* ---- the secret store: one secret, bound to HOST -------------------- */
+/* ---- the secret store: a header secret and AWS credentials, bound to HOST */
 
 static void
 make_secrets(void)
@@ -276,7 +284,8 @@ make_secrets(void)
 	uint8_t pk[32], raw[24], *blob = NULL;
 	char value[2 * sizeof(raw) + 1];
 	struct sealed_in in;
-	struct secret_set *set = NULL;
+	struct secret_set *set = NULL, *set2 = NULL;
+	struct secret *aws = NULL;
 	size_t len, i;
 
 	snprintf(keydir, sizeof(keydir), "%s/keys", W.dir);
@@ -310,6 +319,19 @@ make_secrets(void)
 	    why2) == 0);
 	free(blob);
 	CHECK(secret_set_with(NULL, W.secret, &set) == 0);
+	/* AWS credentials for the sigv4 rule: its body is held and hashed. */
+	in.name = "aws";
+	in.kind = SEALED_KIND_JSON;
+	in.value = (const uint8_t *)"{\"access_key_id\": \"AKIDFUZZ\", "
+	    "\"secret_access_key\": \"fuzz-secret-access-key\"}";
+	in.value_len = strlen((const char *)in.value);
+	CHECK(sealed_seal(pk, &in, &blob, &len, &why) == 0);
+	CHECK(secret_open(W.store, blob, len, NULL, "file", &aws, why2) == 0);
+	free(blob);
+	CHECK(secret_set_with(set, aws, &set2) == 0);
+	secret_set_unref(set);
+	secret_unref(aws);
+	set = set2;
 	CHECK((W.st = calloc(1, sizeof(*W.st))) != NULL);
 	atomic_init(&W.st->refs, 1);
 	W.st->secrets = set;

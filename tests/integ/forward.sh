@@ -331,6 +331,12 @@ fwd_body_hash() {
 	bwant '.verified == true' ".claims.body_sha256 == \"$want\"" ".body_sha256 == \"$want\"" '.path == "/hash/item"'
 	hc -H 'Transfer-Encoding: chunked' --data-binary 'x' https://allowed.test/hash/item
 	[ "$cst" = 411 ] || { why="a chunked body for a hashed rule: $cst"; return 1; }
+	# a client that waits for 100-continue gets it from sluice
+	hc -v -H 'Expect: 100-continue' --expect100-timeout 30 -X PUT --data-binary 'a body to be hashed' \
+	    https://allowed.test/hash/item
+	[ "$cst" = 200 ] || { why="with Expect: status $cst: $(short "$out")"; return 1; }
+	grep -q '^< HTTP/1.1 100 Continue' "$WORK/c.e" || { why="no 100 Continue"; return 1; }
+	bwant ".claims.body_sha256 == \"$want\""
 }
 fwd_default_audience() {
 	hc https://allowed.test/origin/x

@@ -837,12 +837,58 @@ ph_foreign() {
 	cwant 200 || return 1
 	upx 'allowed-tls.requests=1'
 }
+# in the first 64 KiB of a body, however it is framed and split
+ph_body() {
+	local off
+	off=$(audit_lines)
+	snap
+	hc -X POST --data-binary "{\"key\": \"$PH\"}" https://allowed.test/pub/a
+	cwant 403 '.reason == "placeholder-elsewhere"' '.message | test("body")' || return 1
+	# on the rule that swaps it in headers too: a body is never swapped
+	hc -X POST --data-binary "key=$PH" 'https://allowed.test/echo-headers?ph=1'
+	cwant 403 '.reason == "placeholder-elsewhere"' || return 1
+	# chunked, split between two chunks and two reads, after 60000 bytes
+	SBCA=$BOX_CA UPIP=198.18.1.10 PHX=$PH in_sb "$PY" - > "$WORK/c.b" 2>&1 <<'PYEOF' ||
+import socket, ssl, time, os
+ph = os.environ["PHX"].encode()
+ctx = ssl.create_default_context(cafile=os.environ["SBCA"])
+s = ctx.wrap_socket(socket.create_connection((os.environ["UPIP"], 443)), server_hostname="allowed.test")
+s.sendall(b"POST /pub/c HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n")
+s.sendall(b"%x\r\n" % 60000 + b"a" * 60000 + b"\r\n")
+time.sleep(0.1)
+s.sendall(b"%x\r\n" % 7 + ph[:7] + b"\r\n")
+time.sleep(0.1)
+s.sendall(b"%x\r\n" % (len(ph) - 7) + ph[7:] + b"\r\n0\r\n\r\n")
+s.settimeout(5)
+got = b""
+try:
+    while True:
+        b = s.recv(65536)
+        if not b: break
+        got += b
+except (ConnectionError, socket.timeout, ssl.SSLError):
+    pass
+print(got.decode(errors="replace"))
+assert got.startswith(b"HTTP/1.1 403 "), got[:100]
+assert b"placeholder-elsewhere" in got
+PYEOF
+	    { why="chunked split: $(short "$(cat "$WORK/c.b")")"; return 1; }
+	upx 'allowed-tls.requests=0' || return 1
+	audit_has "$off" 'type=placeholder_elsewhere sandbox=box secret=phk host=allowed.test where=body' || return 1
+	# past the first 64 KiB it is only read by the upstream
+	snap
+	{ head -c 70000 /dev/zero | tr '\0' a; printf '%s' "$PH"; } > "$WORK/late.bin"
+	hc -X POST --data-binary "@$WORK/late.bin" https://allowed.test/pub/d
+	cwant 200 || return 1
+	upx 'allowed-tls.requests=1'
+}
 check ph_issue ph_issue
 check ph_header ph_header
 check ph_basic ph_basic
 check ph_query ph_query
 check ph_elsewhere ph_elsewhere
 check ph_foreign ph_foreign
+check ph_body ph_body
 
 # ================================================================ sigv4
 # An inject rule's sigv4 re-signs the request; the upstream checks the
@@ -864,15 +910,85 @@ sigv4_s3_put() {
 	    { why="PUT: $cst $(head -c 80 "$WORK/c.b") $(tail -3 "$WORK/upstream.log" | tr '\n' ' ')"; return 1; }
 	[ "$(up_hdr x-amz-content-sha256)" = UNSIGNED-PAYLOAD ] || { why="not UNSIGNED-PAYLOAD"; return 1; }
 }
+# another service signs its body's hash: the head waits for the body
 sigv4_body() {
+	local n
 	snap
-	hc -X POST --data-binary 'x=1' 'https://allowed.test/sigv4/post'
-	cwant 501 '.reason == "sigv4-body-unsupported"' || return 1
+	hc -X POST -H 'X-Amz-Content-Sha256: 0000' --data-binary 'Action=ListUsers&Version=2010-05-08' \
+	    'https://allowed.test/sigv4/post'
+	[ "$cst" = 200 ] && grep -q 'sigv4 ok' "$WORK/c.b" ||
+	    { why="POST: $cst $(head -c 80 "$WORK/c.b") $(tail -3 "$WORK/upstream.log" | tr '\n' ' ')"; return 1; }
+	# a body of 1 MiB that comes slowly, in pieces, on a kept connection after a GET
+	head -c 1048576 /dev/urandom > "$WORK/mib.bin"
+	SBCA=$BOX_CA UPIP=198.18.1.10 in_sb "$PY" - "$WORK/mib.bin" > "$WORK/c.b" 2>&1 <<'PYEOF' || { why="slow 1 MiB: $(cat "$WORK/c.b")"; return 1; }
+import http.client, ssl, sys, time, os
+body = open(sys.argv[1], "rb").read()
+ctx = ssl.create_default_context(cafile=os.environ["SBCA"])
+class C(http.client.HTTPSConnection):
+    def connect(self):
+        http.client.HTTPConnection.connect(self)
+        self.sock = ctx.wrap_socket(self.sock, server_hostname="allowed.test")
+c = C(os.environ["UPIP"], 443, timeout=20)
+c.request("GET", "/sigv4/g", headers={"Host": "allowed.test"})
+r = c.getresponse(); b = r.read()
+assert r.status == 200 and b"sigv4 ok" in b, (r.status, b)
+c.putrequest("PUT", "/sigv4/put", skip_host=True)
+c.putheader("Host", "allowed.test")
+c.putheader("Content-Length", str(len(body)))
+c.endheaders()
+for i in range(0, len(body), 200000):
+    c.send(body[i:i + 200000]); time.sleep(0.05)
+r = c.getresponse(); b = r.read()
+assert r.status == 200 and b"sigv4 ok" in b, (r.status, b)
+print("ok")
+PYEOF
+	n=$(upreqs allowed-tls | jq '[.[] | select(.path == "/sigv4/put" and .body_bytes == 1048576)] | length')
+	[ "$n" = 1 ] || { why="the upstream got $n whole PUTs"; return 1; }
+}
+# a client that waits for 100-continue gets it from sluice, and no
+# Expect reaches the upstream (the body comes with the head)
+sigv4_body_continue() {
+	snap
+	head -c 900000 /dev/urandom > "$WORK/kib900.bin"
+	hc -v -H 'Expect: 100-continue' --expect100-timeout 30 -X POST --data-binary "@$WORK/kib900.bin" \
+	    'https://allowed.test/sigv4/post'
+	[ "$cst" = 200 ] && grep -q 'sigv4 ok' "$WORK/c.b" || { why="900 KB: $cst $(short "$(cat "$WORK/c.b")")"; return 1; }
+	grep -q '^< HTTP/1.1 100 Continue' "$WORK/c.e" || { why="no 100 Continue: $(grep '^[<>] ' "$WORK/c.e" | head -c 300)"; return 1; }
+	upwant allowed-tls 'length == 1' '[.[0].headers[] | select(.[0] | ascii_downcase == "expect")] | length == 0' \
+	    '.[0].body_bytes == 900000'
+}
+sigv4_body_limits() {
+	snap
+	head -c 1048577 /dev/zero > "$WORK/big.bin"
+	hc -X POST --data-binary "@$WORK/big.bin" 'https://allowed.test/sigv4/post'
+	cwant 413 '.reason == "body-too-large"' || return 1
+	hc -X POST -H 'Transfer-Encoding: chunked' --data-binary 'x=1' 'https://allowed.test/sigv4/post'
+	cwant 411 '.reason == "length-required"' || return 1
+	upx 'allowed-tls.requests=0'
+}
+# the sandbox gives up in the middle of a held body: nothing goes upstream
+sigv4_body_abandoned() {
+	snap
+	SBCA=$BOX_CA UPIP=198.18.1.10 in_sb "$PY" - > "$WORK/c.b" 2>&1 <<'PYEOF' ||
+	    { why="abandon: $(short "$(cat "$WORK/c.b")")"; return 1; }
+import socket, ssl, os, time
+ctx = ssl.create_default_context(cafile=os.environ["SBCA"])
+for i in range(20):
+    s = ctx.wrap_socket(socket.create_connection((os.environ["UPIP"], 443)), server_hostname="allowed.test")
+    s.sendall(b"POST /sigv4/x HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 100000\r\n\r\n" + b"a" * 5000)
+    time.sleep(0.01)
+    s.close()
+PYEOF
+	sleep 0.5
+	daemon_same || return 1
 	upx 'allowed-tls.requests=0'
 }
 check sigv4_get sigv4_get
 check sigv4_s3_put sigv4_s3_put
 check sigv4_body sigv4_body
+check sigv4_body_continue sigv4_body_continue
+check sigv4_body_limits sigv4_body_limits
+check sigv4_body_abandoned sigv4_body_abandoned
 
 # ================================================================ budgets
 # The sandbox's policy gives metered 30 a minute; sluiced.yaml gives gmeter

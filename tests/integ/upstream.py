@@ -435,11 +435,13 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"%x\r\n" % len(part) + part + b"\r\n")
         self.wfile.write(b"0\r\n\r\n")
 
-    def _sigv4_check(self):
+    def _sigv4_check(self, digest):
         """/sigv4/..., /s3/...: 200 "sigv4 ok" when the request's SigV4
         signature is the one botocore computes with the credentials in
-        STATE_DIR/aws-creds.json, else 403 "sigv4 mismatch" (the
-        canonical requests go to stderr)."""
+        STATE_DIR/aws-creds.json, and its X-Amz-Content-Sha256 is the
+        SHA-256 of the body it came with (digest) or UNSIGNED-PAYLOAD;
+        else 403 "sigv4 mismatch" (the canonical requests go to
+        stderr)."""
         try:
             import botocore         # noqa: F401
         except ImportError:         # Debian's python3-botocore, for another python3
@@ -469,6 +471,11 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
             canon = a.canonical_request(req)
             want = a.signature(a.string_to_sign(req, canon), req)
             ok = akid == c["access_key_id"] and want == sig
+            ph = self.headers.get("X-Amz-Content-Sha256", "")
+            if ph != "UNSIGNED-PAYLOAD" and ph != digest:
+                print("sigv4: payload hash %s, body %s" % (ph, digest),
+                      file=sys.stderr, flush=True)
+                ok = False
             if not ok:
                 print("sigv4 mismatch; canonical request:\n" + canon,
                       file=sys.stderr, flush=True)
@@ -517,7 +524,7 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
             self._reflect(q, body_wanted)
             return
         if u.path.startswith("/sigv4/") or u.path.startswith("/s3/"):
-            self._sigv4_check()
+            self._sigv4_check(digest)
             return
         if u.path == "/reset-mid":
             frame = (b"Connection: close\r\n" if q.get("close", ["0"])[0] == "1"

@@ -1,0 +1,32 @@
+/*
+ * dechunk.h: the data of a chunked HTTP/1.1 body, taken out of its framing
+ * as it streams past in pieces of any size.  The framing was checked by
+ * the message's parser already; a framing error here still stops it.
+ * Trailers after the last chunk are skipped.
+ */
+#ifndef SLUICE_DECHUNK_H
+#define SLUICE_DECHUNK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct dechunk {
+	int		 state;
+	uint64_t	 left;		/* bytes left of the current chunk */
+};
+
+/* What gets the data: 0, or -1 to stop the feed. */
+typedef int	(*dechunk_cb)(void *arg, const uint8_t *p, size_t n);
+
+/* Before the body's first byte. */
+void	dechunk_init(struct dechunk *d);
+/*
+ * Feeds p[0..n) of the body in its framing; cb gets each run of data in
+ * order.  0, or -1 on a framing error or when cb said -1.
+ */
+int	dechunk_feed(struct dechunk *d, const uint8_t *p, size_t n,
+	    dechunk_cb cb, void *arg);
+/* Whether the last chunk (size 0) was seen. */
+int	dechunk_done(const struct dechunk *d);
+
+#endif

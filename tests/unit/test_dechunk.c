@@ -1,0 +1,126 @@
+/*
+ * test_dechunk.c: chunked bodies out of their framing (dechunk.c), fed
+ * whole and a byte at a time, with extensions, trailers and bad framing.
+ */
+#include "autoconf.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "parse/dechunk.h"
+
+struct sink {
+	char	 buf[256];
+	size_t	 len;
+	size_t	 calls;
+	int	 stop_at;	/* say -1 on this call (0: never) */
+};
+
+static int
+sink_cb(void *arg, const uint8_t *p, size_t n)
+{
+	struct sink *s = arg;
+
+	if (++s->calls == (size_t)s->stop_at)
+		return -1;
+	assert_true(n > 0);
+	assert_true(s->len + n <= sizeof(s->buf));
+	memcpy(s->buf + s->len, p, n);
+	s->len += n;
+	return 0;
+}
+
+/* Feeds in whole (step 0) or step bytes at a time; the feed's result. */
+static int
+feed(const char *in, size_t step, struct sink *s, struct dechunk *d)
+{
+	size_t len = strlen(in), at, n;
+	int rc = 0;
+
+	dechunk_init(d);
+	for (at = 0; at < len && rc == 0; at += n) {
+		n = step == 0 || len - at < step ? len - at : step;
+		rc = dechunk_feed(d, (const uint8_t *)in + at, n, sink_cb, s);
+	}
+	return rc;
+}
+
+static void
+t_whole_and_bytewise(void **state)
+{
+	static const char *in = "5\r\nhello\r\n1;ext=\"a\"\r\n,\r\n"
+	    "A\r\n world 123\r\n0\r\nX-Trailer: y\r\n\r\n";
+	size_t steps[] = { 0, 1, 2, 7 }, i;
+	struct dechunk d;
+
+	(void)state;
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		struct sink s = { .stop_at = 0 };
+
+		assert_int_equal(feed(in, steps[i], &s, &d), 0);
+		assert_int_equal(s.len, 16);
+		assert_memory_equal(s.buf, "hello, world 123", 16);
+		assert_true(dechunk_done(&d));
+	}
+}
+
+static void
+t_not_done(void **state)
+{
+	struct sink s = { .stop_at = 0 };
+	struct dechunk d;
+
+	(void)state;
+	assert_int_equal(feed("3\r\nabc\r\n", 0, &s, &d), 0);
+	assert_false(dechunk_done(&d));
+	assert_int_equal(s.len, 3);
+}
+
+static void
+t_bad_framing(void **state)
+{
+	static const char *bad[] = {
+		"g\r\n",			/* not hex */
+		"3\r\nabcX\r\n",		/* no CRLF after the data */
+		"3\rX",				/* CR without LF */
+		"10000000000000000\r\n",	/* a size over 64 bits */
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct sink s = { .stop_at = 0 };
+		struct dechunk d;
+
+		assert_int_equal(feed(bad[i], 0, &s, &d), -1);
+		assert_int_equal(feed(bad[i], 1, &s, &d), -1);
+	}
+}
+
+static void
+t_callback_stops(void **state)
+{
+	struct sink s = { .stop_at = 2 };
+	struct dechunk d;
+
+	(void)state;
+	assert_int_equal(feed("1\r\na\r\n1\r\nb\r\n0\r\n\r\n", 0, &s, &d), -1);
+	assert_int_equal(s.len, 1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_whole_and_bytewise),
+		cmocka_unit_test(t_not_done),
+		cmocka_unit_test(t_bad_framing),
+		cmocka_unit_test(t_callback_stops),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
