@@ -15,6 +15,8 @@
 #include "util/log.h"
 #include "parse/httphead.h"
 #include "parse/httpwrite.h"
+#include "keys/inject.h"
+#include "keys/placeholder.h"
 #include "conf/config.h"
 #include "audit/arec.h"
 #include "audit/audit.h"
@@ -74,6 +76,32 @@ refuse_upgrade(struct conn *c, const struct http_head *h)
 	return -1;
 }
 
+int
+conn_http_placeholder(struct conn *c, const struct http_head *h)
+{
+	const struct secret *s;
+	const char *where;
+	char path[256], *buf;
+
+	if (c->l->secrets == NULL || c->l->st->secrets == NULL)
+		return 0;
+	if ((buf = loop_scratch(c->l)) == NULL) {
+		conn_deny(c, "secret-unavailable", NULL);
+		return 1;
+	}
+	/* A placeholder is only ever swapped on intercepted HTTPS. */
+	s = placeholder_in_head(c->l->secrets, c->l->st->secrets,
+	    c->sb != NULL ? c->sb->id : NULL, h, NULL, NULL, NULL, buf,
+	    INJECT_BUF, &where);
+	if (s == NULL)
+		return 0;
+	log_escape(h->target, h->target_len, path, sizeof(path));
+	conn_ph_audit(c, path, NULL, s, where);
+	c->detail = "a placeholder of a secret may not go here";
+	conn_deny(c, "placeholder-elsewhere", NULL);
+	return 1;
+}
+
 static void
 refuse_malformed(struct conn *c, enum http_ev ev, const char *reason)
 {
@@ -126,7 +154,8 @@ conn_http_first(struct conn *c)
 	case HTTP_EV_HEAD:
 		c->head = h;
 		c->nrequests = 1;
-		if (head_name(c, h) != 0 || refuse_upgrade(c, h) != 0)
+		if (head_name(c, h) != 0 || refuse_upgrade(c, h) != 0 ||
+		    conn_http_placeholder(c, h) != 0)
 			return;
 		conn_decided(c);
 		return;
@@ -201,7 +230,8 @@ judge_later(struct conn *c)
 		conn_deny(c, "proxy-host-change", NULL);
 		return;
 	}
-	if (head_name(c, h) != 0 || refuse_upgrade(c, h) != 0)
+	if (head_name(c, h) != 0 || refuse_upgrade(c, h) != 0 ||
+	    conn_http_placeholder(c, h) != 0)
 		return;
 	conn_decided(c);	/* may hold the head for a lookup */
 }

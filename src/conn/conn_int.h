@@ -53,6 +53,15 @@ void	conn_http_read(struct conn *c);
 void	conn_http_allowed(struct conn *c);
 void	conn_http_audit(struct conn *c, const char *action,
 	    const char *reason, const char *rule);
+/*
+ * A plain-HTTP head that carries a placeholder of the sandbox: refused
+ * (403 placeholder-elsewhere, a placeholder_elsewhere record), 1; else 0.
+ */
+int	conn_http_placeholder(struct conn *c, const struct http_head *h);
+/* The placeholder_elsewhere record (icpt_ph.c). */
+struct secret;
+void	conn_ph_audit(struct conn *c, const char *path, const char *rule,
+	    const struct secret *s, const char *where);
 void	conn_proxy_read_head(struct conn *c);
 void	conn_proxy_resolved(struct conn *c, int err,
 	    const struct resolve_answer *ans);

@@ -203,6 +203,8 @@ conn_proxy_read_head(struct conn *c)
 		return;
 	case HTTP_EV_HEAD:
 		half_want_read(&c->down, 0);	/* until the destination is known */
+		if (!h->is_connect && conn_http_placeholder(c, h) != 0)
+			return;
 		proxy_head(c, h);
 		return;
 	default:

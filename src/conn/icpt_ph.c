@@ -31,9 +31,6 @@
 #include "conn/conn_int.h"
 #include "conn/icpt_int.h"
 
-#define BASIC		"basic "
-#define BASIC_LEN	6
-
 /* What one request's placeholders come to. */
 struct phwork {
 	struct icpt	*ic;
@@ -46,17 +43,6 @@ struct phwork {
 	const struct secret *found;	/* a placeholder left: its secret */
 	const char	*where;
 };
-
-/* Whether v is "Basic <base64>"; *b64 its credential. */
-static int
-basic_of(const char *v, size_t len, const char **b64, size_t *blen)
-{
-	if (len <= BASIC_LEN || !ascii_prefix(v, len, BASIC))
-		return 0;
-	*b64 = v + BASIC_LEN;
-	*blen = len - BASIC_LEN;
-	return 1;
-}
 
 /* A Basic credential decoded at w->buf[w->off..); its length or -1. */
 static long
@@ -132,14 +118,14 @@ swap_basic(struct phwork *w, const char *b64, size_t blen, const char **out)
 	}
 	enc = sodium_base64_ENCODED_LEN(strlen(swapped),
 	    sodium_base64_VARIANT_ORIGINAL);
-	if (INJECT_BUF - w->off < BASIC_LEN + enc)
+	if (INJECT_BUF - w->off < PH_BASIC_LEN + enc)
 		return -1;
-	memcpy(w->buf + w->off, "Basic ", BASIC_LEN);
-	sodium_bin2base64(w->buf + w->off + BASIC_LEN, enc,
+	memcpy(w->buf + w->off, "Basic ", PH_BASIC_LEN);
+	sodium_bin2base64(w->buf + w->off + PH_BASIC_LEN, enc,
 	    (const unsigned char *)swapped, strlen(swapped),
 	    sodium_base64_VARIANT_ORIGINAL);
 	*out = w->buf + w->off;
-	w->off += BASIC_LEN + enc;
+	w->off += PH_BASIC_LEN + enc;
 	return made;
 }
 
@@ -202,14 +188,15 @@ swap_headers(struct phwork *w, const struct http_head *h, struct inject *inj)
 		vals[i] = x->value;
 		swapped[i] = 0;
 		if (memmem(x->value, x->value_len, PH_PREFIX,
-		    PH_PREFIX_LEN) == NULL && !basic_of(x->value, x->value_len,
-		    &b64, &blen))
+		    PH_PREFIX_LEN) == NULL && !placeholder_basic_of(x->value,
+		    x->value_len, &b64, &blen))
 			continue;
 		if (dropped(inj, x->name, x->name_len))
 			continue;
-		made = basic_of(x->value, x->value_len, &b64, &blen) ?
-		    swap_basic(w, b64, blen, &vals[i]) : swap_into(w, x->value,
-		    x->value_len, 0, &vals[i]);
+		if (placeholder_basic_of(x->value, x->value_len, &b64, &blen))
+			made = swap_basic(w, b64, blen, &vals[i]);
+		else
+			made = swap_into(w, x->value, x->value_len, 0, &vals[i]);
 		if (made < 0)
 			return -1;
 		swapped[i] = made > 0;
@@ -261,33 +248,26 @@ swap_query(struct phwork *w, char *target, size_t cap)
 	return 0;
 }
 
+/* placeholder_in_head's skip: the headers inj drops or sets. */
+static int
+skip_dropped(void *arg, const char *name, size_t len)
+{
+	return dropped(arg, name, len);
+}
+
 /* Any placeholder of the sandbox left in the head, as it will go. */
 static int
 left_over(struct phwork *w, const struct http_head *h,
     const struct inject *inj, const char *target)
 {
-	const char *b64;
-	size_t i, blen;
-	long n;
-	int found;
+	struct conn *c = w->ic->c;
+	size_t i;
 
-	if (holds(w, target, strlen(target), "target"))
+	w->found = placeholder_in_head(c->l->secrets, c->l->st->secrets,
+	    w->sandbox, h, target, skip_dropped, (void *)inj, w->buf + w->off,
+	    INJECT_BUF - w->off, &w->where);
+	if (w->found != NULL)
 		return 1;
-	for (i = 0; i < h->nheaders; i++) {
-		const struct http_header *x = &h->headers[i];
-
-		if (dropped(inj, x->name, x->name_len))
-			continue;
-		if (holds(w, x->value, x->value_len, "header"))
-			return 1;
-		if (basic_of(x->value, x->value_len, &b64, &blen) &&
-		    (n = basic_decode(w, b64, blen)) > 0) {
-			found = holds(w, w->buf + w->off, (size_t)n, "header");
-			sodium_memzero(w->buf + w->off, (size_t)n);
-			if (found)
-				return 1;
-		}
-	}
 	for (i = 0; i < inj->nadd; i++)
 		if (holds(w, inj->add[i].value, strlen(inj->add[i].value),
 		    "header"))
@@ -307,28 +287,34 @@ worth_a_look(const struct http_head *h, const char *target)
 	for (i = 0; i < h->nheaders; i++)
 		if (memmem(h->headers[i].value, h->headers[i].value_len,
 		    PH_PREFIX, PH_PREFIX_LEN) != NULL ||
-		    basic_of(h->headers[i].value, h->headers[i].value_len, &b64,
-		    &blen))
+		    placeholder_basic_of(h->headers[i].value,
+		    h->headers[i].value_len, &b64, &blen))
 			return 1;
 	return 0;
 }
 
 void
-icpt_ph_audit(struct icpt *ic, const struct icpt_req *r,
+conn_ph_audit(struct conn *c, const char *path, const char *rule,
     const struct secret *s, const char *where)
 {
-	struct conn *c = ic->c;
 	struct arec rec;
 
 	arec_init(&rec);
 	arec_str(&rec, "sandbox", c->sb ? c->sb->id : NULL);
 	arec_str(&rec, "policy", c->policy_name);
 	arec_str(&rec, "host", c->name);
-	arec_str(&rec, "path", r->path);
-	arec_str(&rec, "rule", r->rule[0] ? r->rule : NULL);
+	arec_str(&rec, "path", path);
+	arec_str(&rec, "rule", rule);
 	arec_str(&rec, "secret", s->name);
 	arec_str(&rec, "where", where);
 	audit_write_rec(c->l->audit, "placeholder_elsewhere", &rec);
+}
+
+void
+icpt_ph_audit(struct icpt *ic, const struct icpt_req *r,
+    const struct secret *s, const char *where)
+{
+	conn_ph_audit(ic->c, r->path, r->rule[0] ? r->rule : NULL, s, where);
 }
 
 int

@@ -6,6 +6,7 @@
 #include <sodium.h>
 
 #include "util/ascii.h"
+#include "parse/httphead.h"
 #include "keys/placeholder.h"
 #include "keys/secrets.h"
 
@@ -107,4 +108,65 @@ placeholder_swap(const char *s, size_t len, const struct ph_swap *swaps,
 		out[o++] = s[i++];
 	}
 	return (long)o;
+}
+
+/* Whether v is "Basic <base64>"; *b64 its credential. */
+int
+placeholder_basic_of(const char *v, size_t len, const char **b64,
+    size_t *blen)
+{
+	if (len <= PH_BASIC_LEN || !ascii_prefix(v, len, "basic "))
+		return 0;
+	*b64 = v + PH_BASIC_LEN;
+	*blen = len - PH_BASIC_LEN;
+	return 1;
+}
+
+/* The first placeholder in s[0..len), or NULL (quick when it has none). */
+static const struct secret *
+in_text(const struct secret_store *st, const struct secret_set *set,
+    const char *sandbox, const char *s, size_t len)
+{
+	const struct secret *which = NULL;
+
+	if (memmem(s, len, PH_PREFIX, PH_PREFIX_LEN) == NULL)
+		return NULL;
+	placeholder_find(st, set, sandbox, s, len, &which);
+	return which;
+}
+
+const struct secret *
+placeholder_in_head(const struct secret_store *st,
+    const struct secret_set *set, const char *sandbox,
+    const struct http_head *h, const char *target,
+    int (*skip)(void *, const char *, size_t), void *arg, char *buf,
+    size_t cap, const char **where)
+{
+	const struct secret *s;
+	const char *b64;
+	size_t i, blen, n;
+
+	*where = "target";
+	if ((s = in_text(st, set, sandbox, target != NULL ? target : h->target,
+	    target != NULL ? strlen(target) : h->target_len)) != NULL)
+		return s;
+	*where = "header";
+	for (i = 0; i < h->nheaders; i++) {
+		const struct http_header *x = &h->headers[i];
+
+		if (skip != NULL && skip(arg, x->name, x->name_len))
+			continue;
+		if ((s = in_text(st, set, sandbox, x->value,
+		    x->value_len)) != NULL)
+			return s;
+		if (!placeholder_basic_of(x->value, x->value_len, &b64, &blen) ||
+		    sodium_base642bin((unsigned char *)buf, cap, b64, blen, NULL,
+		    &n, NULL, sodium_base64_VARIANT_ORIGINAL) != 0)
+			continue;
+		s = in_text(st, set, sandbox, buf, n);
+		sodium_memzero(buf, n);
+		if (s != NULL)
+			return s;
+	}
+	return NULL;
 }

@@ -47,6 +47,24 @@ const char *placeholder_find(const struct secret_store *st,
 	    const struct secret_set *set, const char *sandbox, const char *s,
 	    size_t len, const struct secret **which);
 
+/* Whether v[0..len) is "Basic <base64>" (any case); *b64 its credential. */
+#define PH_BASIC_LEN	6
+int	placeholder_basic_of(const char *v, size_t len, const char **b64,
+	    size_t *blen);
+
+/*
+ * The secret of the first placeholder of sandbox in h as it goes: its
+ * target (target, or h's own when NULL), its header values but those skip
+ * (may be NULL) says go, and their Basic credentials, decoded into buf
+ * (cap bytes; wiped after).  *where: "target" or "header".  NULL: none.
+ */
+struct http_head;
+const struct secret *placeholder_in_head(const struct secret_store *st,
+	    const struct secret_set *set, const char *sandbox,
+	    const struct http_head *h, const char *target,
+	    int (*skip)(void *, const char *, size_t), void *arg, char *buf,
+	    size_t cap, const char **where);
+
 /*
  * Writes s[0..len) to out (cap bytes) with every placeholder of swaps[]
  * replaced by its secret's value, percent-encoded (all but A-Za-z0-9-._~)

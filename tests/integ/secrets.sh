@@ -100,7 +100,7 @@ wait_version() {
 # ---------------------------------------------------------------- clients in the sandbox
 
 RESOLVE=(--resolve allowed.test:443:198.18.1.10 --resolve other.test:443:198.18.1.11
-    --resolve other.test:8443:198.18.1.11)
+    --resolve other.test:8443:198.18.1.11 --resolve denied.test:80:198.18.1.12)
 
 # forms VALUE: the value as is and in the forms the tests look for
 forms() {
@@ -191,6 +191,8 @@ cat >"$POLDIR/sec.yaml" <<EOF
 name: sec
 egress:
   default: deny
+  allow:
+    - domain: denied.test     # plain HTTP, passed through: ph_plain
 budgets:
   - {secret: metered, requests_per_minute: 30}
 intercept:
@@ -882,6 +884,20 @@ PYEOF
 	cwant 200 || return 1
 	upx 'allowed-tls.requests=1'
 }
+# plain HTTP passed through: the head is read for placeholders too
+ph_plain() {
+	local off
+	off=$(audit_lines)
+	snap
+	hc http://denied.test/pub/plain
+	[ "$cst" = 200 ] || { why="plain GET: $out"; return 1; }
+	hc -H "X-Api-Key: $PH" http://denied.test/pub/plain
+	cwant 403 '.reason == "placeholder-elsewhere"' || return 1
+	hc -u "agent:$PH" http://denied.test/pub/plain2
+	cwant 403 '.reason == "placeholder-elsewhere"' || return 1
+	upx 'denied-http.requests=1' || return 1
+	audit_has "$off" 'type=placeholder_elsewhere sandbox=box secret=phk host=denied.test where=header'
+}
 check ph_issue ph_issue
 check ph_header ph_header
 check ph_basic ph_basic
@@ -889,6 +905,7 @@ check ph_query ph_query
 check ph_elsewhere ph_elsewhere
 check ph_foreign ph_foreign
 check ph_body ph_body
+check ph_plain ph_plain
 
 # ================================================================ sigv4
 # An inject rule's sigv4 re-signs the request; the upstream checks the

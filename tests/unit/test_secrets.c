@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -21,6 +22,7 @@
 #include "conf/config.h"
 #include "conf/policy.h"
 #include "keys/inject.h"
+#include "parse/httphead.h"
 #include "keys/placeholder.h"
 #include "keys/sealed.h"
 #include "keys/secrets.h"
@@ -643,6 +645,81 @@ t_placeholders(void **state)
 	secret_unref(two);
 }
 
+/* skip: headers named x-skip go, whatever they hold */
+static int
+skip_x(void *arg, const char *name, size_t len)
+{
+	(void)arg;
+	return len == 6 && strncasecmp(name, "x-skip", 6) == 0;
+}
+
+/* A head's placeholders: target, values, Basic credentials; skip honoured. */
+static void
+t_placeholder_head(void **state)
+{
+	struct fx *f = *state;
+	struct secret *tok = open_secret(f, "tok", 1, "v", NULL);
+	struct secret_set *set = NULL;
+	struct http_reqs *r;
+	const struct http_head *h;
+	const char *where, *why;
+	char ph[PH_LEN + 1], req[1024], buf[512], cred[128], b64[256];
+	size_t used;
+	struct {
+		const char	*pre, *post;	/* the placeholder between */
+		int		 basic;
+		const char	*where;	/* NULL: none found */
+	} cases[] = {
+		{ "GET /a?k=", " HTTP/1.1\r\nHost: h\r\n\r\n", 0, "target" },
+		{ "GET /a HTTP/1.1\r\nHost: h\r\nX-Key: a ", " b\r\n\r\n", 0,
+		    "header" },
+		{ "GET /a HTTP/1.1\r\nHost: h\r\nAuthorization: Basic ",
+		    "\r\n\r\n", 1, "header" },
+		{ "GET /a HTTP/1.1\r\nHost: h\r\nX-Skip: ", "\r\n\r\n", 0, NULL },
+		{ "GET /a HTTP/1.1\r\nHost: h\r\nX-Key: ", "\r\n\r\n", 2, NULL },
+	};
+	size_t i;
+
+	assert_int_equal(secret_set_with(NULL, tok, &set), 0);
+	placeholder_of(f->st, "sb1", "tok", ph);
+	snprintf(cred, sizeof(cred), "agent:%s", ph);
+	sodium_bin2base64(b64, sizeof(b64), (const unsigned char *)cred,
+	    strlen(cred), sodium_base64_VARIANT_ORIGINAL);
+	assert_non_null(r = http_reqs_new(8192));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		/* 2: another sandbox's placeholder is only text */
+		snprintf(req, sizeof(req), "%s%s%s", cases[i].pre,
+		    cases[i].basic == 1 ? b64 : cases[i].basic == 2 ?
+		    "sluice-ph-0123456789abcdef0123456789abcdef" : ph,
+		    cases[i].post);
+		http_reqs_reset(r, 8192);
+		h = NULL;
+		assert_int_equal(http_reqs_feed(r, (const uint8_t *)req,
+		    strlen(req), &used, &h, &why), HTTP_EV_HEAD);
+		if (cases[i].where == NULL) {
+			assert_null(placeholder_in_head(f->st, set, "sb1", h,
+			    NULL, skip_x, NULL, buf, sizeof(buf), &where));
+			continue;
+		}
+		assert_ptr_equal(placeholder_in_head(f->st, set, "sb1", h, NULL,
+		    skip_x, NULL, buf, sizeof(buf), &where), tok);
+		assert_string_equal(where, cases[i].where);
+		/* sb2 has another placeholder */
+		assert_null(placeholder_in_head(f->st, set, "sb2", h, NULL,
+		    skip_x, NULL, buf, sizeof(buf), &where));
+	}
+	/* The target given is read instead of h's: a swapped query is clean. */
+	snprintf(req, sizeof(req), "%s%s%s", cases[0].pre, ph, cases[0].post);
+	http_reqs_reset(r, 8192);
+	assert_int_equal(http_reqs_feed(r, (const uint8_t *)req, strlen(req),
+	    &used, &h, &why), HTTP_EV_HEAD);
+	assert_null(placeholder_in_head(f->st, set, "sb1", h, "/a?k=v", NULL,
+	    NULL, buf, sizeof(buf), &where));
+	http_reqs_free(r);
+	secret_set_unref(set);
+	secret_unref(tok);
+}
+
 int
 main(void)
 {
@@ -657,6 +734,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(t_render, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_kinds, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_placeholders, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(t_placeholder_head, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(t_kind_refused, setup,
 		    teardown),
