@@ -12,6 +12,7 @@
 #include "util/names.h"
 #include "util/redact.h"
 #include "parse/dechunk.h"
+#include "keys/inject.h"
 #include "keys/placeholder.h"
 #include "loop/upool.h"
 
@@ -373,6 +374,18 @@ void	icpt_pump_requests(struct icpt *ic);
 int	icpt_prepare_up(struct icpt *ic, const struct http_head *h,
 	    const struct intercept_rule *rule, struct inject *inj);
 struct icpt_req *icpt_enqueue(struct icpt *ic, const struct http_head *h);
+
+/*
+ * The secret name, for this request: in force, of the kind ok says (what
+ * it is not, for the refusal: "AWS credentials"), bound to the host; NULL
+ * after refusing (403 secrets-off or secret-host-binding, 503
+ * secret-unavailable, 500 secret-kind).
+ */
+const struct secret *icpt_secret_for(struct icpt *ic, const char *name,
+	    int (*ok)(const struct secret *), const char *what, int ka_close);
+/* The refusal for why, about the secret name (what: as above). */
+void	icpt_secret_refuse(struct icpt *ic, enum inject_result why,
+	    const char *name, const char *what, int ka_close);
 
 /* icpt_fwd.c: forward rules. */
 

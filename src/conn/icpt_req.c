@@ -47,6 +47,70 @@ static const struct intercept_rule observe_rule = {
 
 /* ---- judging -------------------------------------------------------- */
 
+void
+icpt_secret_refuse(struct icpt *ic, enum inject_result why, const char *name,
+    const char *what, int ka_close)
+{
+	char detail[192];
+
+	switch (why) {
+	case INJECT_OK:
+		return;
+	case INJECT_UNAVAILABLE:
+		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
+		    "not available", name);
+		icpt_refuse(ic, 503, "unavailable", "secret-unavailable",
+		    detail, ka_close);
+		return;
+	case INJECT_UNBOUND:
+		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
+		    "not bound to this host", name);
+		icpt_refuse(ic, 403, "denied", "secret-host-binding", detail,
+		    ka_close);
+		return;
+	case INJECT_TOO_BIG:
+		icpt_refuse(ic, 500, "internal", "secret-too-large",
+		    "sluice: the injected headers do not fit", ka_close);
+		return;
+	case INJECT_WRONG_KIND:
+		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
+		    "not %s", name, what);
+		icpt_refuse(ic, 500, "internal", "secret-kind", detail,
+		    ka_close);
+		return;
+	}
+}
+
+/* The refusal of a gateway without a secret store; -1. */
+static int
+secrets_off(struct icpt *ic, int ka_close)
+{
+	icpt_refuse(ic, 403, "denied", "secrets-off", "sluice: this gateway "
+	    "has no secret store (gateway_key, secret_dir)", ka_close);
+	return -1;
+}
+
+const struct secret *
+icpt_secret_for(struct icpt *ic, const char *name,
+    int (*ok)(const struct secret *), const char *what, int ka_close)
+{
+	struct conn *c = ic->c;
+	const struct secret *s;
+
+	if (c->l->secrets == NULL) {
+		secrets_off(ic, ka_close);
+		return NULL;
+	}
+	s = secret_set_find(c->l->st->secrets, name, strlen(name));
+	if (s == NULL || !ok(s) || !secret_bound(s, c->name)) {
+		icpt_secret_refuse(ic, s == NULL ? INJECT_UNAVAILABLE :
+		    !ok(s) ? INJECT_WRONG_KIND : INJECT_UNBOUND, name, what,
+		    ka_close);
+		return NULL;
+	}
+	return s;
+}
+
 /*
  * Renders an inject rule's headers into the worker's guarded scratch
  * (*wipe: how much of it to wipe once the head is written).  Returns 0,
@@ -57,47 +121,21 @@ inject_prepare(struct icpt *ic, const struct intercept_rule *rule,
     struct inject *inj, size_t *wipe, int ka_close)
 {
 	struct conn *c = ic->c;
-	char detail[192];
+	enum inject_result r;
 	char *buf;
 
-	if (c->l->secrets == NULL) {
-		icpt_refuse(ic, 403, "denied", "secrets-off", "sluice: this "
-		    "gateway has no secret store (gateway_key, secret_dir)",
-		    ka_close);
-		return -1;
-	}
+	if (c->l->secrets == NULL)
+		return secrets_off(ic, ka_close);
 	if ((buf = loop_scratch(c->l)) == NULL) {
 		icpt_refuse(ic, 503, "unavailable", "secret-unavailable",
 		    "sluice: out of guarded memory", 1);
 		return -1;
 	}
-	switch (inject_render(rule, c->l->st->secrets, c->name, buf,
-	    INJECT_BUF, wipe, inj)) {
-	case INJECT_OK:
+	r = inject_render(rule, c->l->st->secrets, c->name, buf, INJECT_BUF,
+	    wipe, inj);
+	if (r == INJECT_OK)
 		return 0;
-	case INJECT_UNAVAILABLE:
-		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
-		    "not available", inj->secret);
-		icpt_refuse(ic, 503, "unavailable", "secret-unavailable",
-		    detail, ka_close);
-		break;
-	case INJECT_UNBOUND:
-		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
-		    "not bound to this host", inj->secret);
-		icpt_refuse(ic, 403, "denied", "secret-host-binding", detail,
-		    ka_close);
-		break;
-	case INJECT_TOO_BIG:
-		icpt_refuse(ic, 500, "internal", "secret-too-large",
-		    "sluice: the injected headers do not fit", ka_close);
-		break;
-	case INJECT_WRONG_KIND:
-		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
-		    "not a header value", inj->secret);
-		icpt_refuse(ic, 500, "internal", "secret-kind", detail,
-		    ka_close);
-		break;
-	}
+	icpt_secret_refuse(ic, r, inj->secret, "a header value", ka_close);
 	sodium_memzero(buf, *wipe);
 	*wipe = 0;
 	return -1;
@@ -313,6 +351,12 @@ audit_injected(struct icpt *ic, const struct inject *inj)
 	return 0;
 }
 
+static int
+is_client_cert(const struct secret *s)
+{
+	return s->pem != NULL && s->pem->leaf != NULL;
+}
+
 /*
  * The client certificate rule presents upstream, in *out (NULL: none),
  * noted in inj as a secret the request gets; -1 after refusing.
@@ -321,39 +365,14 @@ static int
 client_cert(struct icpt *ic, const struct intercept_rule *rule,
     struct inject *inj, const struct secret **out)
 {
-	struct conn *c = ic->c;
 	const struct secret *s;
-	char detail[160];
 
 	*out = NULL;
 	if (rule->client_cert == NULL)
 		return 0;
-	if (c->l->secrets == NULL) {
-		icpt_refuse(ic, 403, "denied", "secrets-off", "sluice: this "
-		    "gateway has no secret store (gateway_key, secret_dir)", 0);
+	if ((s = icpt_secret_for(ic, rule->client_cert, is_client_cert,
+	    "a client certificate", 0)) == NULL)
 		return -1;
-	}
-	s = secret_set_find(c->l->st->secrets, rule->client_cert,
-	    strlen(rule->client_cert));
-	if (s == NULL) {
-		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
-		    "not available", rule->client_cert);
-		icpt_refuse(ic, 503, "unavailable", "secret-unavailable", detail,
-		    0);
-		return -1;
-	}
-	if (s->pem == NULL || s->pem->leaf == NULL) {
-		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
-		    "not a client certificate", s->name);
-		icpt_refuse(ic, 500, "internal", "secret-kind", detail, 0);
-		return -1;
-	}
-	if (!secret_bound(s, c->name)) {
-		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
-		    "not bound to this host", s->name);
-		icpt_refuse(ic, 403, "denied", "secret-host-binding", detail, 0);
-		return -1;
-	}
 	if (inj == NULL || inject_add_used(inj, s) != 0) {
 		icpt_refuse(ic, 500, "internal", "secret-too-large", "sluice: "
 		    "too many secrets for one request", 0);

@@ -35,37 +35,10 @@ static const char *const amz_drop[] = {
 };
 #define NDROP	(sizeof(amz_drop) / sizeof(amz_drop[0]))
 
-/* The secret rule signs with, or NULL after refusing. */
-static const struct secret *
-creds_of(struct icpt *ic, const struct intercept_rule *rule, int ka_close)
+static int
+is_aws(const struct secret *s)
 {
-	struct conn *c = ic->c;
-	const struct secret *s;
-	char detail[160];
-
-	s = c->l->secrets == NULL ? NULL : secret_set_find(c->l->st->secrets,
-	    rule->sigv4_secret, strlen(rule->sigv4_secret));
-	if (s == NULL) {
-		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
-		    "not available", rule->sigv4_secret);
-		icpt_refuse(ic, 503, "unavailable", "secret-unavailable", detail,
-		    ka_close);
-		return NULL;
-	}
-	if (s->aws == NULL) {
-		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
-		    "not AWS credentials", s->name);
-		icpt_refuse(ic, 500, "internal", "secret-kind", detail, ka_close);
-		return NULL;
-	}
-	if (!secret_bound(s, c->name)) {
-		snprintf(detail, sizeof(detail), "sluice: the secret '%s' is "
-		    "not bound to this host", s->name);
-		icpt_refuse(ic, 403, "denied", "secret-host-binding", detail,
-		    ka_close);
-		return NULL;
-	}
-	return s;
+	return s->aws != NULL;
 }
 
 /*
@@ -114,7 +87,8 @@ icpt_sigv4(struct icpt *ic, const struct http_head *h,
 	int later = !s3 && (h->chunked || h->content_length > 0);
 	size_t i;
 
-	if ((s = creds_of(ic, rule, ka_close)) == NULL)
+	if ((s = icpt_secret_for(ic, rule->sigv4_secret, is_aws,
+	    "AWS credentials", ka_close)) == NULL)
 		return -1;
 	/* Another service signs its body's hash: the head waits for it. */
 	if (later && icpt_hold_check(ic, h, "signed (SigV4)", ka_close) != 0)
