@@ -222,9 +222,9 @@ signkey_kid(const struct signkey *k)
 	return k->kid;
 }
 
-/* The raw r||s of a DER ECDSA-Sig-Value, each left-padded to 32 bytes. */
-static int
-der_to_raw(const uint8_t *der, size_t len, uint8_t raw[SIGNKEY_SIG_LEN])
+int
+signkey_der_to_raw(const uint8_t *der, size_t len,
+    uint8_t raw[SIGNKEY_SIG_LEN])
 {
 	const uint8_t *p = der;
 	const BIGNUM *r, *s;
@@ -297,7 +297,7 @@ signkey_sign(const struct signkey *k, const uint8_t *msg, size_t len,
 	if (EVP_DigestSign(ctx, der, &dlen, msg != NULL ? msg : empty,
 	    len) != 1)
 		goto out;
-	if ((r = der_to_raw(der, dlen, raw)) != 0)
+	if ((r = signkey_der_to_raw(der, dlen, raw)) != 0)
 		goto out;
 	memcpy(sig, raw, sizeof(raw));
 	r = 0;

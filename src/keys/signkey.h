@@ -38,6 +38,12 @@ int	signkey_load(const char *path, struct signkey **out, const char **why);
 void	signkey_free(struct signkey *k);		/* accepts NULL */
 const char *signkey_kid(const struct signkey *k);
 /*
+ * The raw r||s of a P-256 DER ECDSA-Sig-Value, each left-padded to 32
+ * bytes (as JWS ES256 wants it); 0 or SL_ERR_INTERNAL.
+ */
+int	signkey_der_to_raw(const uint8_t *der, size_t len,
+	    uint8_t raw[SIGNKEY_SIG_LEN]);
+/*
  * ES256 over msg[0..len).  0, or SL_ERR_NOMEM, SL_ERR_INTERNAL when
  * OpenSSL fails (sig then untouched).
  */
