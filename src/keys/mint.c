@@ -18,6 +18,7 @@
 
 #include "util/ascii.h"
 #include "util/names.h"
+#include "util/sbuf.h"
 #include "keys/jwt.h"
 #include "keys/mint.h"
 #include "keys/pemkey.h"
@@ -114,62 +115,28 @@ mint_url_parse(const char *url, struct mint_url *out, const char **why)
 
 /* ---- building ------------------------------------------------------- */
 
-/* A bounded writer into the caller's guarded buffer. */
-struct wbuf {
-	char	*p;
-	size_t	 cap, len;
-	int	 full;
-};
-
-static void
-put(struct wbuf *w, const char *s, size_t n)
-{
-	if (w->full || w->cap - w->len <= n) {
-		w->full = 1;
-		return;
-	}
-	memcpy(w->p + w->len, s, n);
-	w->len += n;
-	w->p[w->len] = '\0';
-}
-
-static void
-puts_(struct wbuf *w, const char *s)
-{
-	put(w, s, strlen(s));
-}
-
 /* s percent-encoded as a form value: all but the unreserved bytes. */
 static void
-put_form(struct wbuf *w, const char *s, size_t n)
+put_form(struct sbuf *w, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	char e[3];
 	size_t i;
 
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (ascii_unreserved(c)) {
-			put(w, (const char *)&c, 1);
-			continue;
-		}
-		e[0] = '%';
-		e[1] = hex[c >> 4];
-		e[2] = hex[c & 15];
-		put(w, e, 3);
-	}
+	for (i = 0; i < n; i++)
+		if (ascii_unreserved((unsigned char)s[i]))
+			sbuf_add(w, s + i, 1);
+		else
+			sbuf_pct(w, (unsigned char)s[i]);
 }
 
 /* "&name=value" (no '&' first), value form-encoded. */
 static void
-put_param(struct wbuf *w, int first, const char *name, const char *v,
+put_param(struct sbuf *w, int first, const char *name, const char *v,
     size_t n)
 {
 	if (!first)
-		put(w, "&", 1);
-	puts_(w, name);
-	put(w, "=", 1);
+		sbuf_add(w, "&", 1);
+	sbuf_str(w, name);
+	sbuf_add(w, "=", 1);
 	put_form(w, v, n);
 }
 
@@ -299,7 +266,7 @@ mint_request(const struct mint_source *src, const struct secret *s,
     time_t now, char *out, size_t cap, const char **why)
 {
 	struct mint_url u;
-	struct wbuf w = { out, cap, 0, 0 }, b;
+	struct sbuf w = { out, 0, cap, 0 }, b;
 	char *body, *jwt = NULL, clen[32];
 	size_t bcap = MINT_REQ_MAX / 2;
 	long r = -1, n;
@@ -323,7 +290,7 @@ mint_request(const struct mint_source *src, const struct secret *s,
 		*why = "out of guarded memory";
 		goto done;
 	}
-	b = (struct wbuf){ body, bcap, 0, 0 };
+	b = (struct sbuf){ body, 0, bcap, 0 };
 	body[0] = '\0';
 	if (mint_kind_signs(src->kind) &&
 	    (n = assertion(src, s, now, jwt, MINT_TOKEN_MAX, why)) < 0)
@@ -349,19 +316,19 @@ mint_request(const struct mint_source *src, const struct secret *s,
 	}
 	if (src->scope != NULL && src->kind != MINT_GITHUB_APP)
 		put_param(&b, 0, "scope", src->scope, strlen(src->scope));
-	puts_(&w, "POST ");
-	puts_(&w, u.target);
-	puts_(&w, " HTTP/1.1\r\nHost: ");
-	puts_(&w, u.host);
+	sbuf_str(&w, "POST ");
+	sbuf_str(&w, u.target);
+	sbuf_str(&w, " HTTP/1.1\r\nHost: ");
+	sbuf_str(&w, u.host);
 	if (u.port != 443) {
 		snprintf(clen, sizeof(clen), ":%u", u.port);
-		puts_(&w, clen);
+		sbuf_str(&w, clen);
 	}
-	puts_(&w, "\r\nUser-Agent: sluice\r\nAccept: application/json\r\n");
+	sbuf_str(&w, "\r\nUser-Agent: sluice\r\nAccept: application/json\r\n");
 	if (src->kind == MINT_CLIENT_CREDENTIALS) {
 		/* RFC 6749 2.3.1: both form-encoded, then Basic. */
-		struct wbuf id = { jwt = sodium_malloc(MINT_TOKEN_MAX),
-		    MINT_TOKEN_MAX, 0, 0 };
+		struct sbuf id = { jwt = sodium_malloc(MINT_TOKEN_MAX), 0,
+		    MINT_TOKEN_MAX, 0 };
 
 		if (jwt == NULL) {
 			*why = "out of guarded memory";
@@ -369,34 +336,34 @@ mint_request(const struct mint_source *src, const struct secret *s,
 		}
 		jwt[0] = '\0';
 		put_form(&id, src->client_id, strlen(src->client_id));
-		put(&id, ":", 1);
+		sbuf_add(&id, ":", 1);
 		put_form(&id, (const char *)s->value, s->value_len);
-		if (id.full || sodium_base64_ENCODED_LEN(id.len,
+		if (id.over || sodium_base64_ENCODED_LEN(id.len,
 		    sodium_base64_VARIANT_ORIGINAL) > cap - w.len) {
 			*why = "the client secret is too long";
 			goto done;
 		}
-		puts_(&w, "Authorization: Basic ");
-		if (!w.full) {
+		sbuf_str(&w, "Authorization: Basic ");
+		if (!w.over) {
 			sodium_bin2base64(w.p + w.len, w.cap - w.len,
 			    (const unsigned char *)id.p, id.len,
 			    sodium_base64_VARIANT_ORIGINAL);
 			w.len += strlen(w.p + w.len);
 		}
-		puts_(&w, "\r\n");
+		sbuf_str(&w, "\r\n");
 	} else if (src->kind == MINT_GITHUB_APP) {
-		puts_(&w, "Authorization: Bearer ");
-		puts_(&w, jwt);
-		puts_(&w, "\r\nX-GitHub-Api-Version: 2022-11-28\r\n");
+		sbuf_str(&w, "Authorization: Bearer ");
+		sbuf_str(&w, jwt);
+		sbuf_str(&w, "\r\nX-GitHub-Api-Version: 2022-11-28\r\n");
 	}
 	if (b.len > 0)
-		puts_(&w, "Content-Type: application/x-www-form-urlencoded\r\n");
+		sbuf_str(&w, "Content-Type: application/x-www-form-urlencoded\r\n");
 	snprintf(clen, sizeof(clen), "%zu", b.len);
-	puts_(&w, "Content-Length: ");
-	puts_(&w, clen);
-	puts_(&w, "\r\nConnection: close\r\n\r\n");
-	put(&w, body, b.len);
-	if (w.full || b.full) {
+	sbuf_str(&w, "Content-Length: ");
+	sbuf_str(&w, clen);
+	sbuf_str(&w, "\r\nConnection: close\r\n\r\n");
+	sbuf_add(&w, body, b.len);
+	if (w.over || b.over) {
 		*why = "the request does not fit";
 		goto done;
 	}

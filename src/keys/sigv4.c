@@ -13,6 +13,7 @@
 #include <sodium.h>
 
 #include "util/ascii.h"
+#include "util/sbuf.h"
 #include "util/err.h"
 #include "util/keyfile.h"
 #include "parse/httppath.h"
@@ -106,42 +107,9 @@ aws_creds_parse(const uint8_t *json, size_t len, struct aws_creds **out,
 
 /* ---- the canonical request ------------------------------------------ */
 
-struct sb {
-	char	*p;
-	size_t	 len, cap;
-	int	 over;
-};
-
-static void
-sb_add(struct sb *b, const char *s, size_t n)
-{
-	if (b->over || n >= b->cap - b->len) {
-		b->over = 1;
-		return;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void
-sb_str(struct sb *b, const char *s)
-{
-	sb_add(b, s, strlen(s));
-}
-
-static void
-sb_pct(struct sb *b, unsigned char c)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	char e[3] = { '%', hex[c >> 4], hex[c & 0xf] };
-
-	sb_add(b, e, 3);
-}
-
 /* s[0..n) decoded (%XX) and encoded as AWS asks. */
 static void
-sb_aws_encode(struct sb *b, const char *s, size_t n)
+sb_aws_encode(struct sbuf *b, const char *s, size_t n)
 {
 	unsigned char c;
 	size_t i;
@@ -156,27 +124,27 @@ sb_aws_encode(struct sb *b, const char *s, size_t n)
 			i += 2;
 		}
 		if (ascii_unreserved(c))
-			sb_add(b, (const char *)&c, 1);
+			sbuf_add(b, (const char *)&c, 1);
 		else
-			sb_pct(b, c);
+			sbuf_pct(b, c);
 	}
 }
 
 /* The path as sent, encoded again for double_encode ('/' kept). */
 static void
-sb_path(struct sb *b, const char *p, size_t n, int twice)
+sb_path(struct sbuf *b, const char *p, size_t n, int twice)
 {
 	size_t i;
 
 	if (n == 0) {
-		sb_add(b, "/", 1);
+		sbuf_add(b, "/", 1);
 		return;
 	}
 	for (i = 0; i < n; i++) {
 		if (!twice || p[i] == '/' || ascii_unreserved((unsigned char)p[i]))
-			sb_add(b, p + i, 1);
+			sbuf_add(b, p + i, 1);
 		else
-			sb_pct(b, (unsigned char)p[i]);
+			sbuf_pct(b, (unsigned char)p[i]);
 	}
 }
 
@@ -195,11 +163,11 @@ pair_cmp(const void *a, const void *b)
 
 /* The query's pairs, encoded, sorted, joined with '&'. */
 static int
-sb_query(struct sb *b, const char *q, size_t n)
+sb_query(struct sbuf *b, const char *q, size_t n)
 {
 	struct pair pairs[MAX_PAIRS];
 	char *store;
-	struct sb tmp;
+	struct sbuf tmp;
 	const char *p = q, *end = q + n, *amp, *eq;
 	size_t np = 0, i;
 
@@ -208,7 +176,7 @@ sb_query(struct sb *b, const char *q, size_t n)
 	/* Each byte may become three, and a NUL per name and value. */
 	if ((store = malloc(3 * n + 2 * MAX_PAIRS + 1)) == NULL)
 		return -1;
-	tmp = (struct sb){ store, 0, 3 * n + 2 * MAX_PAIRS + 1, 0 };
+	tmp = (struct sbuf){ store, 0, 3 * n + 2 * MAX_PAIRS + 1, 0 };
 	while (p < end) {
 		if ((amp = memchr(p, '&', (size_t)(end - p))) == NULL)
 			amp = end;
@@ -240,10 +208,10 @@ sb_query(struct sb *b, const char *q, size_t n)
 	qsort(pairs, np, sizeof(pairs[0]), pair_cmp);
 	for (i = 0; i < np; i++) {
 		if (i > 0)
-			sb_add(b, "&", 1);
-		sb_str(b, pairs[i].k);
-		sb_add(b, "=", 1);
-		sb_str(b, pairs[i].v);
+			sbuf_add(b, "&", 1);
+		sbuf_str(b, pairs[i].k);
+		sbuf_add(b, "=", 1);
+		sbuf_str(b, pairs[i].v);
 	}
 	free(store);
 	return 0;
@@ -253,34 +221,34 @@ long
 sigv4_canonical(const struct sigv4_req *r, const char *amz_date,
     const char *token, char *out, size_t cap)
 {
-	struct sb b = { out, 0, cap, cap == 0 };
+	struct sbuf b = { out, 0, cap, cap == 0 };
 	const char *q = strchr(r->target, '?');
 	size_t plen = q != NULL ? (size_t)(q - r->target) : strlen(r->target);
 
 	if (cap > 0)
 		out[0] = '\0';
-	sb_str(&b, r->method);
-	sb_add(&b, "\n", 1);
+	sbuf_str(&b, r->method);
+	sbuf_add(&b, "\n", 1);
 	sb_path(&b, r->target, plen, r->double_encode);
-	sb_add(&b, "\n", 1);
+	sbuf_add(&b, "\n", 1);
 	if (q != NULL && sb_query(&b, q + 1, strlen(q + 1)) != 0)
 		return -1;
-	sb_add(&b, "\n", 1);
-	sb_str(&b, "host:");
-	sb_str(&b, r->host);
-	sb_str(&b, "\nx-amz-content-sha256:");
-	sb_str(&b, r->payload_hash);
-	sb_str(&b, "\nx-amz-date:");
-	sb_str(&b, amz_date);
+	sbuf_add(&b, "\n", 1);
+	sbuf_str(&b, "host:");
+	sbuf_str(&b, r->host);
+	sbuf_str(&b, "\nx-amz-content-sha256:");
+	sbuf_str(&b, r->payload_hash);
+	sbuf_str(&b, "\nx-amz-date:");
+	sbuf_str(&b, amz_date);
 	if (token != NULL) {
-		sb_str(&b, "\nx-amz-security-token:");
-		sb_str(&b, token);
+		sbuf_str(&b, "\nx-amz-security-token:");
+		sbuf_str(&b, token);
 	}
-	sb_str(&b, "\n\nhost;x-amz-content-sha256;x-amz-date");
+	sbuf_str(&b, "\n\nhost;x-amz-content-sha256;x-amz-date");
 	if (token != NULL)
-		sb_str(&b, ";x-amz-security-token");
-	sb_add(&b, "\n", 1);
-	sb_str(&b, r->payload_hash);
+		sbuf_str(&b, ";x-amz-security-token");
+	sbuf_add(&b, "\n", 1);
+	sbuf_str(&b, r->payload_hash);
 	return b.over ? -1 : (long)b.len;
 }
 
