@@ -1,0 +1,281 @@
+/* mintcache.c: minted tokens shared by the workers (mintcache.h). */
+#include "autoconf.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "util/keyfile.h"
+#include "util/redact.h"
+#include "loop/mintcache.h"
+
+#define NBUCKETS	1024
+
+struct mentry {
+	struct mentry	*next;
+	char		 key[MINT_KEY_MAX];
+	struct mtoken	*tok;		/* the last good one, or NULL */
+	int		 minting;	/* a caller was told to mint */
+	int64_t		 failed_until;	/* the last mint failed: refused till then */
+	char		 why[MINT_WHY_MAX];
+	struct mint_waiter *waiters;
+};
+
+struct mintcache {
+	pthread_mutex_t	 mu;
+	struct mentry	*b[NBUCKETS];
+	size_t		 n;
+};
+
+/* ---- tokens --------------------------------------------------------- */
+
+struct mtoken *
+mtoken_new(const char *value, size_t len, int64_t now, int64_t expires_at)
+{
+	size_t fl = redact_forms_size(len);
+	uint8_t d[8];
+	struct mtoken *t;
+	int n;
+
+	if (len == 0 || fl == 0 || (t = calloc(1, sizeof(*t))) == NULL)
+		return NULL;
+	if ((t->mem = secmem_alloc(len + 1 + fl)) == NULL) {
+		free(t);
+		return NULL;
+	}
+	memcpy(t->mem, value, len);
+	t->mem[len] = '\0';
+	t->value = (const char *)t->mem;
+	t->len = len;
+	if ((n = redact_forms(t->mem, len, t->mem + len + 1, fl, t->pats,
+	    REDACT_MAX_FORMS)) < 1) {
+		secmem_free(t->mem);
+		free(t);
+		return NULL;
+	}
+	t->npats = (size_t)n;
+	crypto_generichash(d, sizeof(d), t->mem, len, NULL, 0);
+	sodium_bin2hex(t->fp, sizeof(t->fp), d, sizeof(d));
+	t->minted_at = now;
+	t->expires_at = expires_at;
+	atomic_init(&t->refs, 1);
+	return t;
+}
+
+struct mtoken *
+mtoken_ref(struct mtoken *t)
+{
+	atomic_fetch_add(&t->refs, 1);
+	return t;
+}
+
+void
+mtoken_unref(struct mtoken *t)
+{
+	if (t == NULL || atomic_fetch_sub(&t->refs, 1) != 1)
+		return;
+	secmem_free(t->mem);
+	free(t);
+}
+
+/* ---- the table ------------------------------------------------------ */
+
+struct mintcache *
+mintcache_new(void)
+{
+	struct mintcache *mc;
+
+	if ((mc = calloc(1, sizeof(*mc))) == NULL)
+		return NULL;
+	if (pthread_mutex_init(&mc->mu, NULL) != 0) {
+		free(mc);
+		return NULL;
+	}
+	return mc;
+}
+
+void
+mintcache_free(struct mintcache *mc)
+{
+	struct mentry *e, *next;
+	size_t i;
+
+	if (mc == NULL)
+		return;
+	for (i = 0; i < NBUCKETS; i++)
+		for (e = mc->b[i]; e != NULL; e = next) {
+			next = e->next;
+			mtoken_unref(e->tok);
+			free(e);
+		}
+	pthread_mutex_destroy(&mc->mu);
+	free(mc);
+}
+
+static size_t
+bucket(const char *key)
+{
+	uint32_t h = 2166136261u;
+
+	while (*key != '\0')
+		h = (h ^ (uint8_t)*key++) * 16777619u;
+	return h % NBUCKETS;
+}
+
+/* Whether e's token serves at now, and whether it is time to mint anew. */
+static int
+usable(const struct mentry *e, int64_t now, int *early)
+{
+	int64_t life, lead;
+
+	if (e->tok == NULL || now >= e->tok->expires_at - MINT_SKEW_S)
+		return 0;
+	life = e->tok->expires_at - e->tok->minted_at;
+	lead = life / 5 > MINT_EARLY_MIN_S ? life / 5 : MINT_EARLY_MIN_S;
+	*early = now >= e->tok->expires_at - lead;
+	return 1;
+}
+
+/* An entry nothing depends on any more: no mint, no waiter, no good token. */
+static int
+idle(const struct mentry *e, int64_t now)
+{
+	int early;
+
+	return !e->minting && e->waiters == NULL && !usable(e, now, &early) &&
+	    now >= e->failed_until;
+}
+
+/* Drops one idle entry to make room; 0, or -1 when none is. */
+static int
+evict(struct mintcache *mc, int64_t now)
+{
+	struct mentry **pp, *e;
+	size_t i;
+
+	for (i = 0; i < NBUCKETS; i++)
+		for (pp = &mc->b[i]; (e = *pp) != NULL; pp = &e->next)
+			if (idle(e, now)) {
+				*pp = e->next;
+				mtoken_unref(e->tok);
+				free(e);
+				mc->n--;
+				return 0;
+			}
+	return -1;
+}
+
+static struct mentry *
+find(struct mintcache *mc, const char *key, int make, int64_t now)
+{
+	size_t i = bucket(key);
+	struct mentry *e;
+
+	for (e = mc->b[i]; e != NULL; e = e->next)
+		if (strcmp(e->key, key) == 0)
+			return e;
+	if (!make || strlen(key) >= MINT_KEY_MAX ||
+	    (mc->n >= MINT_MAX_ENTRIES && evict(mc, now) != 0) ||
+	    (e = calloc(1, sizeof(*e))) == NULL)
+		return NULL;
+	snprintf(e->key, sizeof(e->key), "%s", key);
+	e->next = mc->b[i];
+	mc->b[i] = e;
+	mc->n++;
+	return e;
+}
+
+static void
+enqueue(struct mentry *e, struct mint_waiter *w)
+{
+	w->next = e->waiters;
+	if (w->next != NULL)
+		w->next->prevp = &w->next;
+	w->prevp = &e->waiters;
+	e->waiters = w;
+}
+
+static void
+dequeue(struct mint_waiter *w)
+{
+	if (w->prevp == NULL)
+		return;
+	*w->prevp = w->next;
+	if (w->next != NULL)
+		w->next->prevp = w->prevp;
+	w->next = NULL;
+	w->prevp = NULL;
+}
+
+enum mint_look
+mintcache_get(struct mintcache *mc, const char *key, int64_t now,
+    struct mint_waiter *w, struct mtoken **tok, char why[MINT_WHY_MAX])
+{
+	enum mint_look r;
+	struct mentry *e;
+	int early = 0;
+
+	*tok = NULL;
+	pthread_mutex_lock(&mc->mu);
+	if ((e = find(mc, key, 1, now)) == NULL) {
+		snprintf(why, MINT_WHY_MAX, "too many minted tokens at once");
+		r = MINT_FAILED;
+	} else if (usable(e, now, &early)) {
+		*tok = mtoken_ref(e->tok);
+		/* Early, and not while an early one failed lately. */
+		r = early && !e->minting && now >= e->failed_until ?
+		    MINT_HAVE_REFRESH : MINT_HAVE;
+		e->minting |= r == MINT_HAVE_REFRESH;
+	} else if (now < e->failed_until) {
+		snprintf(why, MINT_WHY_MAX, "%s", e->why);
+		r = MINT_FAILED;
+	} else {
+		r = e->minting ? MINT_WAIT : MINT_START;
+		e->minting = 1;
+		enqueue(e, w);
+	}
+	pthread_mutex_unlock(&mc->mu);
+	return r;
+}
+
+void
+mintcache_done(struct mintcache *mc, const char *key, struct mtoken *tok,
+    const char *why, int64_t now)
+{
+	struct mint_waiter *w;
+	struct mentry *e;
+
+	pthread_mutex_lock(&mc->mu);
+	if ((e = find(mc, key, 0, now)) == NULL) {
+		pthread_mutex_unlock(&mc->mu);
+		mtoken_unref(tok);
+		return;
+	}
+	e->minting = 0;
+	if (tok != NULL) {
+		mtoken_unref(e->tok);
+		e->tok = tok;
+		e->failed_until = 0;
+	} else {
+		/* An early mint that failed leaves the old token serving. */
+		e->failed_until = now + MINT_FAIL_HOLD_S;
+		snprintf(e->why, sizeof(e->why), "%s", why != NULL ? why :
+		    "the mint failed");
+	}
+	while ((w = e->waiters) != NULL) {
+		dequeue(w);
+		w->wake(w->arg);
+	}
+	pthread_mutex_unlock(&mc->mu);
+}
+
+void
+mintcache_cancel(struct mintcache *mc, struct mint_waiter *w)
+{
+	pthread_mutex_lock(&mc->mu);
+	dequeue(w);
+	pthread_mutex_unlock(&mc->mu);
+}
