@@ -60,6 +60,7 @@ check_injections(const struct state *st, const struct secret_set *set,
 {
 	const struct intercept_rule *r;
 	const struct policy *p;
+	struct inject_src src = { NULL, NULL, NULL, 0 };
 	struct inject inj;
 	size_t i, k, used = 0;
 	char *buf;
@@ -68,6 +69,13 @@ check_injections(const struct state *st, const struct secret_set *set,
 		return;
 	for (i = 0; i < st->npolicies; i++) {
 		p = st->policies[i];
+		for (k = 0; k < p->tokens.n; k++)
+			if (secret_set_find(set, p->tokens.v[k].secret,
+			    strlen(p->tokens.v[k].secret)) == NULL)
+				errlist_add(errs, p->file, p->tokens.v[k].line, 0,
+				    "token '%s': the secret '%s' is not in "
+				    "secret_dir: no token can be minted",
+				    p->tokens.v[k].name, p->tokens.v[k].secret);
 		for (k = 0; k < p->nintercepts; k++) {
 			r = &p->intercepts[k];
 			missing_secret(p, r, r->client_cert, set, errs);
@@ -75,11 +83,14 @@ check_injections(const struct state *st, const struct secret_set *set,
 			if (r->action != ICPT_INJECT)
 				continue;
 			memset(&inj, 0, sizeof(inj));
-			switch (inject_render(r, set, strncmp(r->host, "*.", 2) ==
-			    0 ? r->host + 2 : r->host, buf, INJECT_BUF, &used,
+			src.set = set;
+			src.host = strncmp(r->host, "*.", 2) == 0 ? r->host + 2 :
+			    r->host;
+			switch (inject_render(r, &src, buf, INJECT_BUF, &used,
 			    &inj)) {
 			case INJECT_OK:
 			case INJECT_TOO_BIG:
+			case INJECT_NO_TOKEN:	/* minted when a request comes */
 				break;
 			case INJECT_UNAVAILABLE:
 				errlist_add(errs, p->file, r->line, 0, "%s: the "

@@ -93,6 +93,7 @@ policy_free(struct policy *p)
 	}
 	free(p->intercepts);
 	budget_list_free(&p->budgets);
+	token_list_free(&p->tokens);
 	nameset_free(p->allow_names);
 	nameset_free(p->deny_names);
 	nameset_free(p->intercept_names);

@@ -10,6 +10,7 @@
 #include "util/err.h"
 #include "util/names.h"
 #include "conf/budget.h"
+#include "conf/tokensrc.h"
 
 struct cidr_tree;
 struct nameset;
@@ -91,6 +92,7 @@ struct policy {
 	struct egress_rule *deny;	size_t ndeny;
 	struct intercept_rule *intercepts; size_t nintercepts;
 	struct budget_list budgets;	/* per sandbox, per credential */
+	struct token_list tokens;	/* where {{token:NAME}} is minted */
 	struct nameset	*allow_names, *deny_names, *intercept_names;
 	struct cidr_tree *allow_cidrs, *deny_cidrs;
 	/*
@@ -206,6 +208,24 @@ void	policy_check_name_alone(const struct policy *p, const char *name,
  * exact name, or "*." and a suffix: any depth below, not the apex).
  */
 int	policy_pattern_match(const char *pattern, const char *name);
+
+/*
+ * A placeholder in a template that policy_parse checked: {{secret:NAME}}
+ * or {{token:NAME}}, "| base64" or not.
+ */
+struct tmpl_ref {
+	const char	*at;		/* its "{{" */
+	int		 token;		/* a token source, else a secret */
+	const char	*name;
+	size_t		 len;
+	int		 b64;
+};
+
+/*
+ * The first placeholder of a checked template at or after s, into *ref;
+ * returns where the text after it starts, or NULL when there is none.
+ */
+const char *policy_template_next(const char *s, struct tmpl_ref *ref);
 
 /* ==== Intercepted requests (policy_request.c) ============================ */
 

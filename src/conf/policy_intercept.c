@@ -60,8 +60,8 @@ secret_name_len(const char *s)
 }
 
 /*
- * Checks {{secret:NAME}} and {{secret:NAME | base64}} placeholders (spaces
- * allowed inside the braces).  Returns NULL or why the template is bad.
+ * Checks {{secret:NAME}}, {{token:NAME}} and their "| base64" forms
+ * (spaces allowed inside the braces).  Returns NULL or why the template is bad.
  */
 static const char *
 template_check(const char *s)
@@ -79,12 +79,21 @@ template_check(const char *s)
 		q = p + 2;
 		while (*q == ' ')
 			q++;
-		if (strncmp(q, "secret:", 7) != 0)
-			return "'{{' must open {{secret:NAME}}";
-		q += 7;
-		n = secret_name_len(q);
-		if (n == 0 || n > SECRET_NAME_MAX)
-			return "a secret name is 1 to 64 of [A-Za-z0-9._-]";
+		if (strncmp(q, "secret:", 7) == 0) {
+			q += 7;
+			n = secret_name_len(q);
+			if (n == 0 || n > SECRET_NAME_MAX)
+				return "a secret name is 1 to 64 of "
+				    "[A-Za-z0-9._-]";
+		} else if (strncmp(q, "token:", 6) == 0) {
+			q += 6;
+			n = secret_name_len(q);
+			if (n == 0 || n > 63)
+				return "a token name is 1 to 63 of "
+				    "[A-Za-z0-9._-]";
+		} else
+			return "'{{' must open {{secret:NAME}} or "
+			    "{{token:NAME}}";
 		q += n;
 		while (*q == ' ')
 			q++;
@@ -103,6 +112,58 @@ template_check(const char *s)
 		p = q + 2;
 	}
 	return NULL;
+}
+
+const char *
+policy_template_next(const char *s, struct tmpl_ref *ref)
+{
+	const char *p = strstr(s, "{{"), *q;
+
+	if (p == NULL)
+		return NULL;
+	ref->at = p;
+	q = p + 2;
+	while (*q == ' ')
+		q++;
+	ref->token = *q == 't';
+	q += ref->token ? 6 : 7;	/* "token:" or "secret:", checked */
+	ref->name = q;
+	ref->len = secret_name_len(q);
+	q += ref->len;
+	while (*q == ' ')
+		q++;
+	ref->b64 = *q == '|';
+	if (ref->b64) {
+		q++;
+		while (*q == ' ')
+			q++;
+		q += 6;			/* "base64" */
+		while (*q == ' ')
+			q++;
+	}
+	return q + 2;			/* past "}}" */
+}
+
+void
+policy_check_token_refs(struct ycheck *x, const struct policy *p)
+{
+	const struct intercept_rule *r;
+	struct tmpl_ref ref;
+	const char *t;
+	size_t i, j;
+
+	for (i = 0; i < p->nintercepts; i++) {
+		r = &p->intercepts[i];
+		for (j = 0; j < r->ninject_set; j++)
+			for (t = r->inject_set[j].value; t != NULL &&
+			    (t = policy_template_next(t, &ref)) != NULL;)
+				if (ref.token && token_find(&p->tokens,
+				    ref.name, ref.len) == NULL)
+					ycheck_err(x, r->line, 1, "intercept "
+					    "rule '%s': {{token:%.*s}} names no "
+					    "source of 'tokens'", r->name,
+					    (int)ref.len, ref.name);
+	}
 }
 
 /*

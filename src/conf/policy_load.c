@@ -237,7 +237,7 @@ static void
 policy_walk(struct ycheck *x, const struct ynode *root, struct policy *p)
 {
 	static const char *const keys[] = { "name", "egress", "intercept",
-	    "observe", "budgets", NULL };
+	    "observe", "budgets", "tokens", NULL };
 	const struct ynode *n;
 	char e[80];
 
@@ -275,6 +275,30 @@ policy_walk(struct ycheck *x, const struct ynode *root, struct policy *p)
 	policy_parse_intercepts(x, root, p);
 	if ((n = ynode_get(root, "budgets")) != NULL)
 		budget_list_parse(x, n, "budgets", &p->budgets);
+	if ((n = ynode_get(root, "tokens")) != NULL)
+		token_list_parse(x, n, &p->tokens);
+	policy_check_token_refs(x, p);
+}
+
+/*
+ * Every token endpoint must be a destination the policy itself allows by
+ * name: sluiced reaches it on the sandbox's behalf.
+ */
+static void
+check_token_hosts(struct ycheck *x, const struct policy *p)
+{
+	const struct mint_source *t;
+	struct decision d;
+	size_t i;
+
+	for (i = 0; i < p->tokens.n; i++) {
+		t = &p->tokens.v[i];
+		policy_check_name_alone(p, t->host, (uint16_t)t->port, &d);
+		if (d.verdict == VERDICT_DENY)
+			ycheck_err(x, t->line, 1, "token '%s': this policy does "
+			    "not allow its token_url's host %s on port %u (%s)",
+			    t->name, t->host, t->port, d.reason);
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -410,6 +434,12 @@ policy_parse(const char *file, const char *buf, size_t len,
 		if (r != SL_ERR_NOMEM && errs != NULL)
 			errlist_add(errs, file, 0, 0, "cannot index rules: %s",
 			    err_str(r));
+		goto out;
+	}
+	check_token_hosts(&x, p);
+	if (x.nerr != 0) {
+		ycheck_sort(&x, first);
+		r = SL_ERR_INVALID;
 		goto out;
 	}
 	*out = p;

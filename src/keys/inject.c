@@ -14,34 +14,6 @@
 #include "keys/inject.h"
 #include "keys/secrets.h"
 
-/* A placeholder at p ("{{"): its name and whether it is base64'd; the end. */
-static const char *
-placeholder(const char *p, const char **name, size_t *nlen, int *b64)
-{
-	const char *q = p + 2;
-
-	while (*q == ' ')
-		q++;
-	q += 7;				/* "secret:", checked at load */
-	*name = q;
-	for (*nlen = 0; q[*nlen] != ' ' && q[*nlen] != '|' && q[*nlen] != '}';
-	    (*nlen)++)
-		;
-	q += *nlen;
-	while (*q == ' ')
-		q++;
-	*b64 = *q == '|';
-	if (*b64) {
-		q++;
-		while (*q == ' ')
-			q++;
-		q += 6;			/* "base64" */
-		while (*q == ' ')
-			q++;
-	}
-	return q + 2;			/* past "}}" */
-}
-
 /* Notes s as used (once), taking a reference. */
 static int
 note_used(struct inject *inj, const struct secret *s)
@@ -57,54 +29,89 @@ note_used(struct inject *inj, const struct secret *s)
 	return 0;
 }
 
+/* The value of the token source name[0..nlen) among toks, or NULL. */
+static const struct inject_token *
+token_of(const struct inject_token *toks, size_t ntoks, const char *name,
+    size_t nlen)
+{
+	size_t i;
+
+	for (i = 0; i < ntoks; i++)
+		if (strlen(toks[i].source) == nlen &&
+		    memcmp(toks[i].source, name, nlen) == 0)
+			return &toks[i];
+	return NULL;
+}
+
+/* v[0..n), base64'd or not, at buf[*o..len). */
+static enum inject_result
+put_value(const uint8_t *v, size_t n, int b64, char *buf, size_t len,
+    size_t *o)
+{
+	size_t e;
+
+	if (b64) {
+		e = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
+		if (e > len - *o)
+			return INJECT_TOO_BIG;
+		sodium_bin2base64(buf + *o, e, v, n,
+		    sodium_base64_VARIANT_ORIGINAL);
+		*o += e - 1;
+	} else {
+		if (n >= len - *o)
+			return INJECT_TOO_BIG;
+		memcpy(buf + *o, v, n);
+		*o += n;
+	}
+	return INJECT_OK;
+}
+
 /* Renders one template at buf[*off..len), NUL-terminated. */
 static enum inject_result
-render(const char *t, const struct secret_set *set, const char *host,
-    char *buf, size_t len, size_t *off, struct inject *inj)
+render(const char *t, const struct inject_src *src, char *buf, size_t len,
+    size_t *off, struct inject *inj)
 {
+	const struct inject_token *tk;
 	const struct secret *s;
-	const char *name, *p = t, *next;
-	size_t nlen, n, o = *off;
-	int b64;
+	struct tmpl_ref ref;
+	const char *p = t, *next;
+	enum inject_result res;
+	size_t n, o = *off;
 
 	while (*p != '\0') {
-		if (p[0] != '{' || p[1] != '{') {
-			next = strstr(p, "{{");
-			n = next != NULL ? (size_t)(next - p) : strlen(p);
-			if (n >= len - o)
-				return INJECT_TOO_BIG;
-			memcpy(buf + o, p, n);
-			o += n;
-			p += n;
-			continue;
-		}
-		next = placeholder(p, &name, &nlen, &b64);
-		snprintf(inj->secret, sizeof(inj->secret), "%.*s",
-		    (int)(nlen < sizeof(inj->secret) ? nlen :
-		    sizeof(inj->secret) - 1), name);
-		if ((s = secret_set_find(set, name, nlen)) == NULL)
-			return INJECT_UNAVAILABLE;
-		if (s->kind != SEALED_KIND_HEADER)
-			return INJECT_WRONG_KIND;
-		if (!secret_bound(s, host))
-			return INJECT_UNBOUND;
-		if (note_used(inj, s) != 0)
+		next = policy_template_next(p, &ref);
+		n = next != NULL ? (size_t)(ref.at - p) : strlen(p);
+		if (n >= len - o)
 			return INJECT_TOO_BIG;
-		if (b64) {
-			n = sodium_base64_ENCODED_LEN(s->value_len,
-			    sodium_base64_VARIANT_ORIGINAL);
-			if (n > len - o)
-				return INJECT_TOO_BIG;
-			sodium_bin2base64(buf + o, n, s->value, s->value_len,
-			    sodium_base64_VARIANT_ORIGINAL);
-			o += n - 1;
-		} else {
-			if (s->value_len >= len - o)
-				return INJECT_TOO_BIG;
-			memcpy(buf + o, s->value, s->value_len);
-			o += s->value_len;
-		}
+		memcpy(buf + o, p, n);
+		o += n;
+		if (next == NULL)
+			break;
 		p = next;
+		snprintf(inj->secret, sizeof(inj->secret), "%.*s",
+		    (int)(ref.len < sizeof(inj->secret) ? ref.len :
+		    sizeof(inj->secret) - 1), ref.name);
+		if (ref.token) {
+			if ((tk = token_of(src->tokens, src->ntokens, ref.name,
+			    ref.len)) == NULL)
+				return INJECT_NO_TOKEN;
+			res = put_value((const uint8_t *)tk->value, tk->len,
+			    ref.b64, buf, len, &o);
+		} else {
+			if ((s = secret_set_find(src->set, ref.name,
+			    ref.len)) == NULL)
+				return INJECT_UNAVAILABLE;
+			if (s->kind != SEALED_KIND_HEADER)
+				return INJECT_WRONG_KIND;
+			if (!secret_bound(s, src->host))
+				return INJECT_UNBOUND;
+			if (note_used(inj, s) != 0)
+				return INJECT_TOO_BIG;
+			res = put_value(s->value, s->value_len, ref.b64, buf,
+			    len, &o);
+		}
+		if (res != INJECT_OK)
+			return res;
 	}
 	if (o >= len)
 		return INJECT_TOO_BIG;
@@ -114,9 +121,8 @@ render(const char *t, const struct secret_set *set, const char *host,
 }
 
 enum inject_result
-inject_render(const struct intercept_rule *rule, const struct secret_set *set,
-    const char *host, char *buf, size_t len, size_t *used_len,
-    struct inject *inj)
+inject_render(const struct intercept_rule *rule, const struct inject_src *src,
+    char *buf, size_t len, size_t *used_len, struct inject *inj)
 {
 	enum inject_result res = INJECT_OK;
 	size_t i, off = 0;
@@ -130,7 +136,7 @@ inject_render(const struct intercept_rule *rule, const struct secret_set *set,
 	for (i = 0; i < rule->ninject_set; i++) {
 		inj->add[inj->nadd].name = rule->inject_set[i].name;
 		inj->add[inj->nadd].value = buf + off;
-		if ((res = render(rule->inject_set[i].value, set, host, buf, len,
+		if ((res = render(rule->inject_set[i].value, src, buf, len,
 		    &off, inj)) != INJECT_OK)
 			break;
 		inj->nadd++;
@@ -174,17 +180,44 @@ inject_wrong_kind(const struct intercept_rule *rule,
     const struct secret_set *set)
 {
 	const struct secret *s;
-	const char *p, *name;
-	size_t i, nlen;
-	int b64;
+	struct tmpl_ref ref;
+	const char *p;
+	size_t i;
 
 	for (i = 0; i < rule->ninject_set; i++)
-		for (p = rule->inject_set[i].value;
-		    (p = strstr(p, "{{")) != NULL;) {
-			p = placeholder(p, &name, &nlen, &b64);
-			s = secret_set_find(set, name, nlen);
+		for (p = rule->inject_set[i].value; p != NULL &&
+		    (p = policy_template_next(p, &ref)) != NULL;) {
+			if (ref.token)
+				continue;
+			s = secret_set_find(set, ref.name, ref.len);
 			if (s != NULL && s->kind != SEALED_KIND_HEADER)
 				return s;
 		}
 	return NULL;
+}
+
+size_t
+inject_token_sources(const struct intercept_rule *rule,
+    const struct token_list *tl, const struct mint_source **out, size_t max)
+{
+	const struct mint_source *t;
+	struct tmpl_ref ref;
+	const char *p;
+	size_t i, k, n = 0;
+
+	for (i = 0; i < rule->ninject_set; i++)
+		for (p = rule->inject_set[i].value; p != NULL &&
+		    (p = policy_template_next(p, &ref)) != NULL;) {
+			if (!ref.token ||
+			    (t = token_find(tl, ref.name, ref.len)) == NULL)
+				continue;
+			for (k = 0; k < n && out[k] != t; k++)
+				;
+			if (k < n)
+				continue;
+			if (n == max)
+				return max + 1;
+			out[n++] = t;
+		}
+	return n;
 }

@@ -2,10 +2,11 @@
  * inject.h: the headers an inject rule sets, rendered from its templates
  * and the secret store.
  *
- * A template is text with placeholders {{secret:NAME}} and
- * {{secret:NAME | base64}} (checked when the policy loaded).  Every secret
- * a template names must be in the set and bound to the request's host,
- * or nothing is injected at all.
+ * A template is text with placeholders {{secret:NAME}}, {{token:NAME}}
+ * and their "| base64" forms (checked when the policy loaded).  Every
+ * secret a template names must be in the set and bound to the request's
+ * host, and every token source must have its token minted (the caller
+ * does that), or nothing is injected at all.
  */
 #ifndef SLUICE_INJECT_H
 #define SLUICE_INJECT_H
@@ -19,6 +20,7 @@ struct secret;
 struct secret_set;
 
 #define INJECT_MAX_SECRETS	4	/* distinct secrets one request gets */
+#define INJECT_MAX_TOKENS	4	/* distinct token sources one rule names */
 #define INJECT_MAX_SWAPPED	16	/* header names a placeholder swap sets again */
 #define INJECT_MAX_ADD		(POLICY_MAX_INJECT + 1 + 2 * INJECT_MAX_SWAPPED)
 #define INJECT_BUF		(64u * 1024)	/* rendered values, together */
@@ -29,6 +31,22 @@ enum inject_result {
 	INJECT_UNBOUND,		/* a secret is not bound to the host: 403 */
 	INJECT_TOO_BIG,		/* the values do not fit INJECT_BUF, or too many secrets */
 	INJECT_WRONG_KIND,	/* a secret is a pem or json document: 500 */
+	INJECT_NO_TOKEN,	/* a token source's token was not given */
+};
+
+/* A minted token, for {{token:NAME}}. */
+struct inject_token {
+	const char	*source;	/* the source's name */
+	const char	*value;
+	size_t		 len;
+};
+
+/* What templates are rendered from. */
+struct inject_src {
+	const struct secret_set *set;	/* may be NULL */
+	const char	*host;		/* the request's, normalised */
+	const struct inject_token *tokens;
+	size_t		 ntokens;
 };
 
 struct inject {
@@ -49,9 +67,9 @@ struct inject {
 };
 
 /*
- * Renders rule's inject.set for host (normalised) into buf (len bytes,
- * the caller's guarded scratch; it holds secret bytes until wiped), with
- * the secrets of set (may be NULL).  On INJECT_OK, inj->add[] points into
+ * Renders rule's inject.set for src->host into buf (len bytes, the
+ * caller's guarded scratch; it holds secret bytes until wiped), with the
+ * secrets of src->set and the tokens of src->tokens.  On INJECT_OK, inj->add[] points into
  * buf and the rule, and inj holds references to the secrets used
  * (inject_release drops them); on failure inj holds none, and
  * inj->secret names the secret at fault.
@@ -59,8 +77,8 @@ struct inject {
  * too).
  */
 enum inject_result inject_render(const struct intercept_rule *rule,
-	    const struct secret_set *set, const char *host, char *buf,
-	    size_t len, size_t *used_len, struct inject *inj);
+	    const struct inject_src *src, char *buf, size_t len,
+	    size_t *used_len, struct inject *inj);
 void	inject_release(struct inject *inj);
 /*
  * Notes s as used by the request too (a client certificate), with a
@@ -76,5 +94,13 @@ int	inject_add_used(struct inject *inj, const struct secret *s);
  */
 const struct secret *inject_wrong_kind(const struct intercept_rule *rule,
 	    const struct secret_set *set);
+
+/*
+ * The distinct token sources of tl that rule's templates name, into
+ * out[0..max); their count, or max + 1 when there are more.
+ */
+size_t	inject_token_sources(const struct intercept_rule *rule,
+	    const struct token_list *tl, const struct mint_source **out,
+	    size_t max);
 
 #endif

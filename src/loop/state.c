@@ -528,9 +528,26 @@ policy_secret_kinds(const struct policy *p, const struct secret_set *set,
 {
 	const struct intercept_rule *r;
 	const struct secret *s;
+	const struct mint_source *t;
 	size_t i;
 	int bad = 0;
 
+	for (i = 0; i < p->tokens.n; i++) {
+		t = &p->tokens.v[i];
+		if ((s = secret_set_find(set, t->secret,
+		    strlen(t->secret))) == NULL ||
+		    (mint_kind_signs(t->kind) ? s->pem != NULL &&
+		    s->pem->key != NULL : s->kind == SEALED_KIND_HEADER))
+			continue;
+		errlist_add(errs, p->file, t->line, 0, "token '%s': the secret "
+		    "'%s' is %s secret; kind %s needs %s", t->name, s->name,
+		    s->kind == SEALED_KIND_JSON ? "a json" : s->kind ==
+		    SEALED_KIND_PEM ? "a pem" : "a header",
+		    mint_kind_name(t->kind), mint_kind_signs(t->kind) ?
+		    "a private key sealed with --kind pem" :
+		    "a value sealed with --kind header");
+		bad = 1;
+	}
 	for (i = 0; i < p->nintercepts; i++) {
 		r = &p->intercepts[i];
 		if (r->client_cert != NULL && (s = secret_set_find(set,

@@ -768,6 +768,98 @@ test_budgets(void **state)
 	expect_error("name: p\nbudgets: [a]\n", "'budgets' items must be maps");
 }
 
+/* tokens: sources, their keys per kind, and what names them. */
+static void
+test_tokens(void **state)
+{
+	const struct mint_source *t;
+	struct policy *p;
+#define TOK_ALLOW "egress:\n  allow:\n  - domain: auth.test\n" \
+	"  - domain: api.github.com\n    ports: [443]\n"
+
+	(void)state;
+	p = parse_ok("name: p\n" TOK_ALLOW "tokens:\n"
+	    "  - name: svc\n"
+	    "    kind: oauth_client_credentials\n"
+	    "    token_url: https://Auth.Test:8443/oauth/token\n"
+	    "    client_id: my-client\n"
+	    "    secret: svc-secret\n"
+	    "    scope: read write\n"
+	    "  - {name: gh, kind: github_app, app_id: \"12\", "
+	    "installation_id: \"42\", secret: gh-key}\n"
+	    "intercept:\n  - name: r\n    match: {host: api.test}\n"
+	    "    inject: {set: {authorization: \"Bearer {{token:svc}}\", "
+	    "x-gh: \"{{ token:gh | base64 }}\"}}\n");
+	assert_int_equal(p->tokens.n, 2);
+	assert_non_null(t = token_find(&p->tokens, "svc", 3));
+	assert_int_equal(t->kind, MINT_CLIENT_CREDENTIALS);
+	assert_string_equal(t->host, "auth.test");
+	assert_int_equal(t->port, 8443);
+	assert_string_equal(t->client_id, "my-client");
+	assert_string_equal(t->secret, "svc-secret");
+	assert_string_equal(t->scope, "read write");
+	assert_null(t->audience);
+	assert_int_equal(t->line, 8);
+	assert_non_null(t = token_find(&p->tokens, "gh", 2));
+	assert_string_equal(t->token_url, "https://api.github.com/app/"
+	    "installations/42/access_tokens");
+	assert_int_equal(t->port, 443);
+	assert_null(token_find(&p->tokens, "sv", 2));
+	policy_free(p);
+
+	/* What names a source that is not there, or an endpoint not allowed. */
+	expect_error(RULE("    match: {host: a.test}\n"
+	    "    inject: {set: {x: \"{{token:nope}}\"}}\n"),
+	    "{{token:nope}} names no source of 'tokens'");
+	expect_error("name: p\ntokens:\n  - {name: t, kind: jwt_bearer, "
+	    "client_id: c, secret: k, token_url: \"https://idp.test/t\"}\n",
+	    "token 't': this policy does not allow its token_url's host "
+	    "idp.test on port 443 (not-allowed)");
+	expect_error("name: p\n" TOK_ALLOW "tokens:\n  - {name: t, kind: "
+	    "github_app, app_id: \"1\", secret: k, token_url: "
+	    "\"https://api.github.com:8443/x\"}\n",
+	    "host api.github.com on port 8443");
+	expect_error("name: p\n" TOK_ALLOW "tokens:\n  - {name: t, kind: "
+	    "saml, secret: k, token_url: \"https://auth.test/\"}\n",
+	    "'kind' must be oauth_client_credentials");
+	expect_error("name: p\n" TOK_ALLOW "tokens:\n  - {name: t, kind: "
+	    "oauth_refresh_token, secret: k, token_url: \"https://auth.test/\"}\n",
+	    "token 't': kind oauth_refresh_token needs 'client_id'");
+	expect_error("name: p\n" TOK_ALLOW "tokens:\n  - {name: t, kind: "
+	    "github_app, secret: k, token_url: \"https://auth.test/\"}\n",
+	    "needs 'app_id'");
+	expect_error("name: p\n" TOK_ALLOW "tokens:\n  - {name: t, kind: "
+	    "github_app, app_id: \"1\", scope: x, secret: k, token_url: "
+	    "\"https://auth.test/\"}\n", "kind github_app has no 'scope'");
+	expect_error("name: p\n" TOK_ALLOW "tokens:\n  - {name: t, kind: "
+	    "oauth_client_credentials, client_id: c, secret: k, token_url: "
+	    "\"http://auth.test/\"}\n", "must be an https:// URL");
+	expect_error("name: p\n" TOK_ALLOW "tokens:\n  - {name: t, kind: "
+	    "oauth_client_credentials, client_id: c, secret: k, token_url: "
+	    "\"https://10.0.0.1/\"}\n", "must name a host by a DNS name");
+	expect_error("name: p\n" TOK_ALLOW "tokens:\n  - {name: t, kind: "
+	    "oauth_client_credentials, client_id: c, token_url: "
+	    "\"https://auth.test/\"}\n", "token 't' needs 'secret'");
+	expect_error("name: p\n" TOK_ALLOW "tokens:\n  - {name: t, kind: "
+	    "oauth_client_credentials, client_id: \"a\\\"b\", secret: k, "
+	    "token_url: \"https://auth.test/\"}\n", "printable ASCII");
+	expect_error("name: p\n" TOK_ALLOW "tokens:\n"
+	    "  - {name: t, kind: jwt_bearer, client_id: c, secret: k, "
+	    "token_url: \"https://auth.test/\"}\n"
+	    "  - {name: t, kind: jwt_bearer, client_id: c, secret: k, "
+	    "token_url: \"https://auth.test/\"}\n",
+	    "'tokens': two sources are called 't'");
+	expect_error("name: p\n" TOK_ALLOW "tokens:\n  - {name: t, kind: "
+	    "jwt_bearer, client_id: c, secret: k, installation_id: \"3\", "
+	    "token_url: \"https://auth.test/\"}\n",
+	    "only github_app has 'installation_id'");
+	expect_error("name: p\ntokens: {name: t}\n", "'tokens' must be a list");
+	expect_error(RULE("    match: {host: a.test}\n"
+	    "    inject: {set: {x: \"{{token:}}\"}}\n"),
+	    "a token name is 1 to 63 of");
+#undef TOK_ALLOW
+}
+
 static void
 test_keep_cookies(void **state)
 {
@@ -1441,6 +1533,7 @@ main(void)
 		cmocka_unit_test(test_client_cert),
 		cmocka_unit_test(test_keep_cookies),
 		cmocka_unit_test(test_budgets),
+		cmocka_unit_test(test_tokens),
 		cmocka_unit_test(test_allow_method_override),
 		cmocka_unit_test(test_every_error_reported),
 		cmocka_unit_test(test_load_errors),

@@ -382,6 +382,16 @@ set_of(struct fx *f, struct secret **out_tok)
 	return s3;
 }
 
+/* inject_render with the secrets of ss and no token. */
+static enum inject_result
+render_in(const struct intercept_rule *r, const struct secret_set *ss,
+    const char *host, char *buf, size_t len, size_t *used, struct inject *inj)
+{
+	struct inject_src src = { ss, host, NULL, 0 };
+
+	return inject_render(r, &src, buf, len, used, inj);
+}
+
 static void
 t_render(void **state)
 {
@@ -399,7 +409,7 @@ t_render(void **state)
 	char buf[1024];
 	size_t used = 0;
 
-	assert_int_equal(inject_render(r, ss, "api.example", buf, sizeof(buf),
+	assert_int_equal(render_in(r, ss, "api.example", buf, sizeof(buf),
 	    &used, &inj), INJECT_OK);
 	assert_int_equal(inj.nadd, 5);
 	assert_string_equal(inj.add[0].name, "authorization");
@@ -423,6 +433,47 @@ t_render(void **state)
 	rule_free(r);
 }
 
+/* {{token:NAME}}: the minted value given, as it is or base64'd. */
+static void
+t_render_tokens(void **state)
+{
+	static const char *const set[] = {
+		"authorization", "Bearer {{token:svc}}",
+		"x-both", "{{ token:svc | base64 }}.{{secret:tok}}",
+	};
+	static const char *const other[] = { "x", "{{token:nope}}" };
+	struct intercept_rule *r = rule_of(set, 2, NULL, 0);
+	struct intercept_rule *r2 = rule_of(other, 1, NULL, 0);
+	struct secret *tok;
+	struct secret_set *ss = set_of(*state, &tok);
+	struct inject_token tk = { "svc", "mint/ed+1", 9 };
+	struct inject_src src = { ss, "api.example", &tk, 1 };
+	struct inject inj;
+	char buf[512];
+	size_t used = 0;
+
+	assert_int_equal(inject_render(r, &src, buf, sizeof(buf), &used, &inj),
+	    INJECT_OK);
+	assert_int_equal(inj.nadd, 3);
+	assert_string_equal(inj.add[0].value, "Bearer mint/ed+1");
+	assert_string_equal(inj.add[1].value, "bWludC9lZCsx.T0K/+=");
+	assert_int_equal(inj.nused, 1);		/* tok; a token is no secret of the set */
+	inject_release(&inj);
+	/* A source whose token was not given renders nothing. */
+	assert_int_equal(inject_render(r2, &src, buf, sizeof(buf), &used,
+	    &inj), INJECT_NO_TOKEN);
+	assert_string_equal(inj.secret, "nope");
+	assert_int_equal(inj.nused, 0);
+	src.ntokens = 0;
+	assert_int_equal(inject_render(r, &src, buf, sizeof(buf), &used, &inj),
+	    INJECT_NO_TOKEN);
+	assert_int_equal(atomic_load(&tok->refs), 2);
+	secret_unref(tok);
+	secret_set_unref(ss);
+	rule_free(r);
+	rule_free(r2);
+}
+
 static void
 t_render_refusals(void **state)
 {
@@ -441,29 +492,29 @@ t_render_refusals(void **state)
 	char buf[64];
 	size_t used = 0;
 
-	assert_int_equal(inject_render(r1, ss, "api.example", buf, sizeof(buf),
+	assert_int_equal(render_in(r1, ss, "api.example", buf, sizeof(buf),
 	    &used, &inj), INJECT_UNAVAILABLE);
 	assert_string_equal(inj.secret, "nope");
 	assert_int_equal(inj.nused, 0);
-	assert_int_equal(inject_render(r1, NULL, "api.example", buf,
+	assert_int_equal(render_in(r1, NULL, "api.example", buf,
 	    sizeof(buf), &used, &inj), INJECT_UNAVAILABLE);
 	/* tok is bound here, far is not: nothing at all, no reference kept. */
-	assert_int_equal(inject_render(r2, ss, "api.example", buf, sizeof(buf),
+	assert_int_equal(render_in(r2, ss, "api.example", buf, sizeof(buf),
 	    &used, &inj), INJECT_UNBOUND);
 	assert_string_equal(inj.secret, "far");
 	assert_int_equal(inj.nused, 0);
 	assert_int_equal(atomic_load(&tok->refs), 2);
 	assert_int_equal(used, sizeof(buf));	/* wipe it all */
-	assert_int_equal(inject_render(r2, ss, "www.api.example", buf,
+	assert_int_equal(render_in(r2, ss, "www.api.example", buf,
 	    sizeof(buf), &used, &inj), INJECT_UNBOUND);
 	assert_string_equal(inj.secret, "tok");
 	/* Too long for the buffer. */
-	assert_int_equal(inject_render(r4, ss, "api.example", buf, 12, &used,
+	assert_int_equal(render_in(r4, ss, "api.example", buf, 12, &used,
 	    &inj), INJECT_TOO_BIG);
 	assert_int_equal(inj.nused, 0);
 	assert_int_equal(atomic_load(&tok->refs), 2);
 	/* A rule that sets Accept-Encoding keeps its own. */
-	assert_int_equal(inject_render(r3, ss, "api.example", buf, sizeof(buf),
+	assert_int_equal(render_in(r3, ss, "api.example", buf, sizeof(buf),
 	    &used, &inj), INJECT_OK);
 	assert_int_equal(inj.nadd, 1);
 	assert_string_equal(inj.add[0].value, "br");
@@ -518,7 +569,7 @@ t_kinds(void **state)
 
 	/* Rendering it into a header is refused; the rule is named at load. */
 	assert_int_equal(secret_set_with(NULL, doc, &ss), 0);
-	assert_int_equal(inject_render(r, ss, "api.example", buf, sizeof(buf),
+	assert_int_equal(render_in(r, ss, "api.example", buf, sizeof(buf),
 	    &used, &inj), INJECT_WRONG_KIND);
 	assert_string_equal(inj.secret, "doc");
 	assert_int_equal(inj.nused, 0);
@@ -739,6 +790,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(t_kind_refused, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(t_render_tokens,
+		    setup, teardown),
 		cmocka_unit_test_setup_teardown(t_render_refusals, setup,
 		    teardown),
 	};
