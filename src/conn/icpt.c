@@ -78,6 +78,8 @@ icpt_req_release(struct icpt_req *r)
 {
 	while (r->nsecrets > 0)
 		secret_unref(r->secrets[--r->nsecrets]);
+	while (r->nmtoks > 0)
+		mtoken_unref(r->mtoks[--r->nmtoks]);
 	if (r->tok != NULL) {
 		sodium_free(r->tok->mem);	/* wipes the token */
 		free(r->tok);
@@ -94,7 +96,7 @@ icpt_req_redacts(const struct icpt_req *r)
 	for (i = 0; i < r->nsecrets; i++)
 		if (r->secrets[i]->nforms > 0)
 			return 1;
-	return r->tok != NULL;
+	return r->tok != NULL || r->nmtoks > 0;
 }
 
 /* ---- what only a request under way holds ---------------------------- */
@@ -879,6 +881,7 @@ icpt_close(struct icpt *ic)
 		icpt_audit_request(ic, icpt_q_head(ic));
 		icpt_q_pop(ic);
 	}
+	icpt_token_cancel(ic);	/* no mint wakes it any more */
 	/* Between requests: the next connection of this sandbox takes it. */
 	if (ic->rs == RS_READY)
 		icpt_up_park(ic);

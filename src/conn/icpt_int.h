@@ -14,6 +14,7 @@
 #include "parse/dechunk.h"
 #include "keys/inject.h"
 #include "keys/placeholder.h"
+#include "loop/mintcache.h"
 #include "loop/upool.h"
 
 #include <sodium.h>
@@ -69,6 +70,10 @@ struct icpt_req {
 	/* Injected: the secrets it got (references), and what came back. */
 	struct secret	*secrets[ICPT_MAX_SECRETS];
 	size_t		 nsecrets;
+	/* The minted tokens it got (references), and their sources. */
+	struct mtoken	*mtoks[INJECT_MAX_TOKENS];
+	const char	*mtok_src[INJECT_MAX_TOKENS];	/* in the policy */
+	size_t		 nmtoks;
 	int		 drop_cookies;	/* its answer's Set-Cookie goes */
 	char		 rid[40];	/* links its request and response records */
 	uint64_t	 redacted_head, redacted_body;
@@ -94,6 +99,7 @@ enum icpt_rq {
 	RQ_BODY,	/* the body of a request that goes upstream */
 	RQ_DISCARD,	/* the body of a refused request, read and dropped */
 	RQ_REFUSED,	/* a refusal waits for the answers owed before it */
+	RQ_TOKEN,	/* its head waits for a token being minted (tok_wait) */
 	RQ_UPGRADE,	/* a passed upgrade waits for the upstream's answer */
 	RQ_DONE,	/* its last request is read: nothing more is */
 	RQ_TUNNEL,	/* after a 101: its bytes go upstream as they are */
@@ -212,6 +218,12 @@ struct icpt {
 	struct resolve_req *resolving;	/* the proxy's name, being resolved */
 	struct icpt_hold *hold;		/* a body its head waits for */
 	struct icpt_scan scan;		/* the body read for placeholders */
+	/*
+	 * RQ_TOKEN: the head judged again once the mint it waits for ends
+	 * (the parser is not fed meanwhile, so the head stays).
+	 */
+	struct mint_waiter tok_wait;
+	const struct http_head *tok_head;
 };
 
 /* The request queue: sent, not yet answered, oldest first. */
@@ -524,6 +536,23 @@ void	icpt_ph_audit(struct icpt *ic, const struct icpt_req *r,
  */
 void	icpt_scan_start(struct icpt *ic, const struct http_head *h);
 int	icpt_scan_body(struct icpt *ic, const uint8_t *p, size_t n);
+
+/*
+ * icpt_token.c: the tokens rule's templates name, minted for this
+ * sandbox, into toks[0..*n) (values borrowed from ic->cur, which holds
+ * the references) and their sources' secrets into secs.  0; 1 when one
+ * is being minted (ic->tok_wait is queued: the request waits); -1 after
+ * refusing (502 token-unavailable, or as icpt_secret_for).
+ */
+int	icpt_tokens(struct icpt *ic, const struct intercept_rule *rule,
+	    struct inject_token *toks, const struct secret **secs, size_t *n,
+	    int ka_close);
+/* Whether the mint the head waits for has ended (RQ_TOKEN). */
+int	icpt_token_ready(struct icpt *ic);
+/* The head waits no more (the connection ends). */
+void	icpt_token_cancel(struct icpt *ic);
+/* The record's "tokens": [{"fingerprint","source"}...]; its length or 0. */
+size_t	icpt_tokens_json(const struct icpt_req *r, char *out, size_t cap);
 
 /*
  * icpt_sigv4.c: rule's sigv4 signs the request as it will go (target:

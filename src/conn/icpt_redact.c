@@ -40,20 +40,40 @@
 #include "conn/conn_int.h"
 #include "conn/icpt_int.h"
 
-/* The forms of every secret r got, as one pattern list. */
-static size_t
-req_patterns(const struct icpt_req *r, struct redact_pat *pats)
+/* Adds forms[0..nforms) to pats[*n..]; -1 when they do not fit. */
+static int
+add_forms(struct redact_pat *pats, size_t *n, const struct redact_pat *forms,
+    size_t nforms)
 {
-	size_t i, k, n = 0;
+	if (nforms > REDACT_MAX_PATTERNS - *n)
+		return -1;
+	memcpy(pats + *n, forms, nforms * sizeof(*forms));
+	*n += nforms;
+	return 0;
+}
 
+/*
+ * The forms of every secret and token r got, as one pattern list; -1
+ * when they are more than one redactor searches (never a form left out).
+ */
+static int
+req_patterns(const struct icpt_req *r, struct redact_pat *pats, size_t *n)
+{
+	size_t i;
+
+	*n = 0;
 	for (i = 0; i < r->nsecrets; i++)
-		for (k = 0; k < r->secrets[i]->nforms &&
-		    n < REDACT_MAX_PATTERNS; k++)
-			pats[n++] = r->secrets[i]->forms[k];
-	for (k = 0; r->tok != NULL && k < r->tok->npats &&
-	    n < REDACT_MAX_PATTERNS; k++)
-		pats[n++] = r->tok->pats[k];
-	return n;
+		if (add_forms(pats, n, r->secrets[i]->forms,
+		    r->secrets[i]->nforms) != 0)
+			return -1;
+	for (i = 0; i < r->nmtoks; i++)
+		if (add_forms(pats, n, r->mtoks[i]->pats,
+		    r->mtoks[i]->npats) != 0)
+			return -1;
+	if (r->tok != NULL && add_forms(pats, n, r->tok->pats,
+	    r->tok->npats) != 0)
+		return -1;
+	return 0;
 }
 
 /* The header named name among rh's, or NULL. */
@@ -141,11 +161,16 @@ icpt_redact_head(struct icpt *ic, struct icpt_req *r,
     const struct http_resp_head *rh)
 {
 	struct redact_pat pats[REDACT_MAX_PATTERNS];
-	size_t npats = req_patterns(r, pats);
+	size_t npats;
 	int body = has_body(r, rh) && !rh->informational && rh->status != 101;
 	int chunked = find_header(rh, "transfer-encoding") != NULL;
 	int reframe = body && !rh->close_delimited;
 
+	if (req_patterns(r, pats, &npats) != 0) {
+		icpt_up_failed(ic, 502, "response-not-redactable", "the request "
+		    "got more credentials than one answer can be searched for");
+		return -1;
+	}
 	if (body && coded(rh)) {
 		icpt_up_failed(ic, 502, "response-not-redactable", "the answer "
 		    "to a request that got a credential has a content coding");

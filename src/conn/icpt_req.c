@@ -78,6 +78,10 @@ icpt_secret_refuse(struct icpt *ic, enum inject_result why, const char *name,
 		icpt_refuse(ic, 500, "internal", "secret-kind", detail,
 		    ka_close);
 		return;
+	case INJECT_NO_TOKEN:	/* icpt_tokens gave every one */
+		icpt_refuse(ic, 500, "internal", "token-unavailable", NULL,
+		    ka_close);
+		return;
 	}
 }
 
@@ -113,29 +117,43 @@ icpt_secret_for(struct icpt *ic, const char *name,
 
 /*
  * Renders an inject rule's headers into the worker's guarded scratch
- * (*wipe: how much of it to wipe once the head is written).  Returns 0,
- * or -1 after refusing the request.
+ * (*wipe: how much of it to wipe once the head is written), with the
+ * tokens its templates name.  Returns 0; 1 when a token is being minted
+ * (the request waits); -1 after refusing the request.
  */
 static int
 inject_prepare(struct icpt *ic, const struct intercept_rule *rule,
     struct inject *inj, size_t *wipe, int ka_close)
 {
 	struct conn *c = ic->c;
+	struct inject_token toks[INJECT_MAX_TOKENS];
+	const struct secret *secs[INJECT_MAX_TOKENS];
+	struct inject_src src = { NULL, c->name, toks, 0 };
 	enum inject_result r;
+	size_t i;
 	char *buf;
+	int w;
 
 	if (c->l->secrets == NULL)
 		return secrets_off(ic, ka_close);
+	if ((w = icpt_tokens(ic, rule, toks, secs, &src.ntokens,
+	    ka_close)) != 0)
+		return w;
 	if ((buf = loop_scratch(c->l)) == NULL) {
 		icpt_refuse(ic, 503, "unavailable", "secret-unavailable",
 		    "sluice: out of guarded memory", 1);
 		return -1;
 	}
-	r = inject_render(rule, c->l->st->secrets, c->name, buf, INJECT_BUF,
-	    wipe, inj);
+	src.set = c->l->st->secrets;
+	r = inject_render(rule, &src, buf, INJECT_BUF, wipe, inj);
+	/* What a token was minted from is a secret the request got. */
+	for (i = 0; r == INJECT_OK && i < src.ntokens; i++)
+		if (inject_add_used(inj, secs[i]) != 0)
+			r = INJECT_TOO_BIG;
 	if (r == INJECT_OK)
 		return 0;
 	icpt_secret_refuse(ic, r, inj->secret, "a header value", ka_close);
+	inject_release(inj);
 	sodium_memzero(buf, *wipe);
 	*wipe = 0;
 	return -1;
@@ -143,11 +161,13 @@ inject_prepare(struct icpt *ic, const struct intercept_rule *rule,
 
 /*
  * The one decision point of an intercepted request.  Fills ic->cur and
- * returns the rule that lets it go, or NULL after refusing it.
+ * returns the rule that lets it go, or NULL after refusing it, or NULL
+ * with *waits set when a token it needs is being minted.
  */
 static const struct intercept_rule *
 judge(struct icpt *ic, const struct http_head *h, char *target,
-    size_t target_len, struct inject *inj, size_t *wipe, int *sign_later)
+    size_t target_len, struct inject *inj, size_t *wipe, int *sign_later,
+    int *waits)
 {
 	struct conn *c = ic->c;
 	const struct intercept_rule *rule;
@@ -231,8 +251,11 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 			    "switch protocols", ka_close);
 			return NULL;
 		}
-		if (inject_prepare(ic, rule, inj, wipe, ka_close) != 0)
+		if ((*waits = inject_prepare(ic, rule, inj, wipe,
+		    ka_close)) != 0) {
+			*waits = *waits > 0;
 			return NULL;
+		}
 		break;
 	case ICPT_FORWARD:
 		if (icpt_fwd_check(ic, h, rule, ka_close) != 0)
@@ -335,6 +358,11 @@ audit_injected(struct icpt *ic, const struct inject *inj)
 	arec_str(rec, "rule", ic->cur.rule);
 	arec_str(rec, "rid", ic->cur.rid);
 	arec_raw(rec, "secrets", arr, alen);
+	if (ic->cur.nmtoks > 0) {
+		if ((alen = icpt_tokens_json(&ic->cur, arr, sizeof(arr))) == 0)
+			return -1;
+		arec_raw(rec, "tokens", arr, alen);
+	}
 	arec_bool(rec, "intercepted", 1);
 	if (c->observing)
 		arec_bool(rec, "observe", 1);
@@ -486,6 +514,7 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 	*q = ic->cur;
 	ic->qn++;
 	ic->cur.nsecrets = 0;	/* the queue holds them now */
+	ic->cur.nmtoks = 0;
 	ic->cur.tok = NULL;
 	icpt_rq_set(ic, RQ_BODY);	/* its body follows it */
 	icpt_scan_start(ic, h);
@@ -604,12 +633,18 @@ take_head(struct icpt *ic, const struct http_head *h)
 	const struct intercept_rule *rule;
 	struct inject inj;
 	size_t wipe = 0;
-	int sign_later = 0;
+	int sign_later = 0, waits = 0;
 	char target[2 * ICPT_PATH_MAX];	/* path, '?', query */
 
 	memset(&inj, 0, sizeof(inj));
 	target[0] = '\0';
-	rule = judge(ic, h, target, sizeof(target), &inj, &wipe, &sign_later);
+	rule = judge(ic, h, target, sizeof(target), &inj, &wipe, &sign_later,
+	    &waits);
+	if (waits) {
+		/* Judged again, from the start, once its token is minted. */
+		ic->tok_head = h;
+		icpt_rq_set(ic, RQ_TOKEN);
+	}
 	/* A client certificate is a credential the request gets, like a header. */
 	if (rule != NULL && rule->action == ICPT_FORWARD)
 		icpt_fwd_head(ic, h, rule, target);
@@ -721,6 +756,13 @@ icpt_pump_requests(struct icpt *ic)
 	size_t len, used;
 	uint8_t *data;
 
+	if (ic->rq == RQ_TOKEN && ic->rs < RS_FLUSH) {
+		if (!icpt_token_ready(ic))
+			return;
+		icpt_touch(ic);
+		icpt_rq_set(ic, RQ_HEAD);
+		take_head(ic, ic->tok_head);
+	}
 	while (pumps(ic, evbuffer_get_length(in))) {
 		if (icpt_up_queued(ic) > ICPT_HIGH)
 			return;		/* flow() pauses the sandbox */

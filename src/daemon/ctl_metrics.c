@@ -293,6 +293,9 @@ ctl_metrics_render(struct daemon *d, struct evbuffer *out)
 	render_table(d, out, offsetof(struct wmetrics, budget_refusals),
 	    "budget_refusals_total", "requests refused for a used-up budget, "
 	    "by budget (scope/window) and secret", "budget", "secret");
+	render_table(d, out, offsetof(struct wmetrics, mints),
+	    "token_mints_total", "tokens minted, by source and result",
+	    "source", "result");
 	render_table(d, out, offsetof(struct wmetrics, redactions),
 	    "redactions_total", "secret values taken out of responses, by "
 	    "rule and where", "rule", "where");

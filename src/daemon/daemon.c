@@ -27,6 +27,7 @@
 #include "keys/tlsup.h"
 #include "audit/audit.h"
 #include "loop/dirwatch.h"
+#include "loop/mintcache.h"
 #include "loop/spend.h"
 #include "loop/state.h"
 #include "dns/dnsmem.h"
@@ -482,7 +483,8 @@ daemon_run(struct config *cfg, char *const *argv)
 		goto out;
 	}
 	if ((d.dnsmem = dnsmem_new(DNSMEM_ENTRIES, DNSMEM_GRACE_S)) == NULL ||
-	    (d.spend = spend_new()) == NULL)
+	    (d.spend = spend_new()) == NULL ||
+	    (d.mints = mintcache_new()) == NULL)
 		goto out;
 	/* The API's sandboxes, CAs and all, before any listener accepts. */
 	sbstore_open(&d);
@@ -559,6 +561,7 @@ daemon_run(struct config *cfg, char *const *argv)
 	signkey_free(d.signkey);
 	dnsmem_free(d.dnsmem);
 	spend_free(d.spend);
+	mintcache_free(d.mints);
 	state_unref(d.state);
 	errlist_free(&errs);
 	if (d.base != NULL)

@@ -23,6 +23,7 @@ struct secret_store;
 struct signkey;
 struct secret;
 struct spend;
+struct mintcache;
 struct upgrade_out;
 struct upgrade_in;
 
@@ -35,6 +36,7 @@ struct daemon {
 	struct state		*state;		/* main thread's reference */
 	struct dnsmem		*dnsmem;	/* what the DNS filter answered */
 	struct spend		*spend;		/* what credentials spent */
+	struct mintcache	*mints;		/* minted tokens, for every worker */
 	uint64_t		 generation;
 	int			 draining;
 	struct event		*worker_done;	/* a worker thread ended */

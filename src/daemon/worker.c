@@ -21,6 +21,7 @@
 #include "loop/upool.h"
 #include "dns/dns.h"
 #include "conn/conn.h"
+#include "conn/minter.h"
 #include "daemon/daemon.h"
 #include "daemon/worker.h"
 
@@ -144,6 +145,7 @@ worker_init(struct worker *w, struct daemon *d, unsigned idx)
 	w->l.audit = d->audit;
 	w->l.dnsmem = d->dnsmem;
 	w->l.spend = d->spend;
+	w->l.mints = d->mints;
 	w->l.tls_down = d->tls_down;
 	w->l.tls_up = d->tls_up;
 	w->l.secrets = d->secrets;
@@ -243,6 +245,7 @@ worker_free(struct worker *w)
 		event_free(w->wake);
 	if (w->audit_ev != NULL)	/* the daemon cleared audit_notify */
 		event_free(w->audit_ev);
+	minter_stop_all(&w->l);
 	/* Once more, so deferred frees and deferred DNS replies run first. */
 	if (w->l.base != NULL)
 		event_base_loop(w->l.base, EVLOOP_NONBLOCK);

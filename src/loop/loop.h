@@ -25,6 +25,8 @@ struct audit;
 struct config;
 struct conn;
 struct dns_worker;
+struct mintcache;
+struct minter;
 struct dnsmem;
 struct event_base;
 struct evconnlistener;
@@ -54,6 +56,8 @@ struct loop {
 	struct resolver		*res;
 	struct upool		*upool;		/* idle intercepted upstreams */
 	struct spend		*spend;		/* budgets, shared by all */
+	struct mintcache	*mints;		/* minted tokens, shared by all */
+	struct minter		*minters;	/* this loop's mints (conn/minter.c) */
 	struct state		*st;		/* the snapshot in force here (ref) */
 	struct dns_worker	*dns;		/* the DNS filter's state (dns.c) */
 	struct conn_list	 conns;

@@ -279,3 +279,14 @@ mintcache_cancel(struct mintcache *mc, struct mint_waiter *w)
 	dequeue(w);
 	pthread_mutex_unlock(&mc->mu);
 }
+
+int
+mintcache_waiting(struct mintcache *mc, const struct mint_waiter *w)
+{
+	int r;
+
+	pthread_mutex_lock(&mc->mu);
+	r = w->prevp != NULL;
+	pthread_mutex_unlock(&mc->mu);
+	return r;
+}

@@ -76,6 +76,8 @@ enum mint_look mintcache_get(struct mintcache *mc, const char *key,
  */
 void	mintcache_done(struct mintcache *mc, const char *key,
 	    struct mtoken *tok, const char *why, int64_t now);
+/* Whether w waits (is queued). */
+int	mintcache_waiting(struct mintcache *mc, const struct mint_waiter *w);
 /* w waits no more (does nothing when it is not queued). */
 void	mintcache_cancel(struct mintcache *mc, struct mint_waiter *w);
 

@@ -45,6 +45,7 @@ struct wmetrics {
 	struct mtable	injections;	/* secret, "" */
 	struct mtable	redactions;	/* rule, "head" or "body" */
 	struct mtable	budget_refusals;	/* scope/window, secret */
+	struct mtable	mints;		/* token source, "ok" or "failed" */
 	struct mhist	handshake;	/* accept to verdict */
 	struct mhist	decision;	/* first bytes complete to verdict */
 };
