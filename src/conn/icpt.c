@@ -976,7 +976,12 @@ icpt_timer(struct conn *c)
 		icpt_end(ic, "handshake-timeout");	/* a handshake or head too slow */
 	} else if (now - c->last_active >= cfg->timeouts.idle) {
 		/* An answer is owed: the sandbox is told, not left guessing. */
-		if (ic->qn > 0 && ic->rs < RS_TUNNEL) {
+		if (ic->rq == RQ_TOKEN) {
+			icpt_token_cancel(ic);
+			icpt_refuse(ic, 504, "unavailable", "token-unavailable",
+			    "sluice: no token was minted within timeouts.idle",
+			    1);
+		} else if (ic->qn > 0 && ic->rs < RS_TUNNEL) {
 			icpt_up_failed(ic, 504, "upstream-timeout", "no answer "
 			    "within timeouts.idle");
 			conn_arm_timer(c, cfg->timeouts.idle);

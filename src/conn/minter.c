@@ -345,7 +345,6 @@ send_request(struct minter *m)
 		return;
 	}
 	set_state(m, M_READING);
-	bufferevent_enable(m->bev, EV_READ | EV_WRITE);
 }
 
 /* Callbacks: they only dispatch. */
@@ -458,6 +457,7 @@ connect_to(struct minter *m, const struct resolve_answer *ans)
 	}
 	setsockopt(bufferevent_getfd(m->bev), IPPROTO_TCP, TCP_NODELAY, &one,
 	    sizeof(one));
+	bufferevent_enable(m->bev, EV_READ | EV_WRITE);
 }
 
 static void

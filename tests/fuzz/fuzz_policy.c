@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -12,6 +13,40 @@
 #include "conf/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/*
+ * Every placeholder of a template that loaded is one the walker reads
+ * within the template, and every token it names is declared.
+ */
+static void
+check_templates(const struct policy *p)
+{
+	const struct intercept_rule *r;
+	struct tmpl_ref ref;
+	const char *t, *v, *end;
+	size_t i, j;
+
+	for (i = 0; i < p->nintercepts; i++) {
+		r = &p->intercepts[i];
+		for (j = 0; j < r->ninject_set; j++) {
+			v = r->inject_set[j].value;
+			end = v + strlen(v);
+			for (t = v; t != NULL &&
+			    (t = policy_template_next(t, &ref)) != NULL;) {
+				if (t > end || ref.name + ref.len > end ||
+				    ref.len == 0)
+					abort();
+				if (ref.token && token_find(&p->tokens, ref.name,
+				    ref.len) == NULL)
+					abort();
+			}
+		}
+	}
+	for (i = 0; i < p->tokens.n; i++)
+		if (p->tokens.v[i].port == 0 || p->tokens.v[i].host[0] == '\0' ||
+		    mint_kind_name(p->tokens.v[i].kind) == NULL)
+			abort();
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -38,6 +73,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		policy_check_name(p, "api.example.com", &a, 443, &d);
 		policy_check_opaque(p, &a, 443, &d);
 		(void)policy_name_allowed(p, "x.example.com");
+		check_templates(p);
 		policy_free(p);
 	}
 	errlist_free(&el);
