@@ -1,10 +1,12 @@
 /* main.c: sluiced's command line. */
 #include "autoconf.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -54,11 +56,23 @@ missing_secret(const struct policy *p, const struct intercept_rule *r,
 		    "be refused", r->label, name);
 }
 
+/* A CA file a rule or token source names that cannot be read. */
+static void
+unreadable_ca(const struct policy *p, unsigned line, const char *ca,
+    struct errlist *errs)
+{
+	if (ca != NULL && access(ca, R_OK) != 0)
+		errlist_add(errs, p->file, line, 0, "upstream_ca %s cannot be "
+		    "read (%s): every connection verified by it will fail", ca,
+		    strerror(errno));
+}
+
 static void
 check_injections(const struct state *st, const struct secret_set *set,
     struct errlist *errs)
 {
 	const struct intercept_rule *r;
+	const struct mint_source *t;
 	const struct policy *p;
 	struct inject_src src = { NULL, NULL, NULL, 0 };
 	struct inject inj;
@@ -69,15 +83,18 @@ check_injections(const struct state *st, const struct secret_set *set,
 		return;
 	for (i = 0; i < st->npolicies; i++) {
 		p = st->policies[i];
-		for (k = 0; k < p->tokens.n; k++)
-			if (secret_set_find(set, p->tokens.v[k].secret,
-			    strlen(p->tokens.v[k].secret)) == NULL)
-				errlist_add(errs, p->file, p->tokens.v[k].line, 0,
-				    "token '%s': the secret '%s' is not in "
-				    "secret_dir: no token can be minted",
-				    p->tokens.v[k].name, p->tokens.v[k].secret);
+		for (k = 0; k < p->tokens.n; k++) {
+			t = &p->tokens.v[k];
+			if (secret_set_find(set, t->secret,
+			    strlen(t->secret)) == NULL)
+				errlist_add(errs, p->file, t->line, 0, "token "
+				    "'%s': the secret '%s' is not in secret_dir: "
+				    "no token can be minted", t->name, t->secret);
+			unreadable_ca(p, t->line, t->upstream_ca, errs);
+		}
 		for (k = 0; k < p->nintercepts; k++) {
 			r = &p->intercepts[k];
+			unreadable_ca(p, r->line, r->upstream_ca, errs);
 			missing_secret(p, r, r->client_cert, set, errs);
 			missing_secret(p, r, r->sigv4_secret, set, errs);
 			if (r->action != ICPT_INJECT)

@@ -181,6 +181,16 @@ check_kind(struct ycheck *x, const struct ynode *m, struct mint_source *t)
 		    "'%s'", t->name, mint_kind_name(t->kind), extra);
 }
 
+/* Whether url's path has the segments "installations/ID/". */
+static int
+names_installation(const char *url, const char *id)
+{
+	char seg[48];
+
+	snprintf(seg, sizeof(seg), "/installations/%s/", id);
+	return strstr(url, seg) != NULL;
+}
+
 /* The token_url of t, or the one its installation_id makes; 0 or -1. */
 static int
 token_url(struct ycheck *x, const struct ynode *m, struct mint_source *t)
@@ -211,7 +221,7 @@ token_url(struct ycheck *x, const struct ynode *m, struct mint_source *t)
 			snprintf(s, sizeof(GITHUB_TOKEN_URL) + 20,
 			    GITHUB_TOKEN_URL, n->scalar);
 			t->token_url = s;
-		} else if (strstr(t->token_url, n->scalar) == NULL) {
+		} else if (!names_installation(t->token_url, n->scalar)) {
 			ycheck_err(x, n->line, n->col, "token '%s': token_url "
 			    "does not name installation %s", t->name, n->scalar);
 			return -1;
@@ -241,7 +251,6 @@ parse_one(struct ycheck *x, const struct ynode *m, struct mint_source *t)
 	static const char *const keys[] = { "name", "kind", "token_url",
 	    "client_id", "secret", "scope", "audience", "app_id",
 	    "installation_id", "upstream_ca", NULL };
-	const struct ynode *n;
 	const char *kind = NULL;
 	char e[80];
 	int k;

@@ -194,8 +194,14 @@ answered(struct minter *m)
 		return;
 	}
 	if (mint_answer(m->src->kind, m->status, (const char *)m->body,
-	    m->blen, now, tok, &mt, why, sizeof(why)) == 0 &&
-	    (t = mtoken_new(tok, mt.len, (int64_t)now, mt.expires_at)) == NULL)
+	    m->blen, now, tok, &mt, why, sizeof(why)) != 0)
+		;	/* why says */
+	else if (mt.expires_at - (int64_t)now <= MINT_SKEW_S)
+		/* It would never be used: every request would mint again. */
+		snprintf(why, sizeof(why), "the token endpoint gave a token "
+		    "that lives %d s or less", MINT_SKEW_S);
+	else if ((t = mtoken_new(tok, mt.len, (int64_t)now,
+	    mt.expires_at)) == NULL)
 		snprintf(why, sizeof(why), "out of guarded memory");
 	sodium_free(tok);
 	sodium_memzero(m->body, m->blen);

@@ -148,6 +148,10 @@ assertion(const struct mint_source *src, const struct secret *s, time_t now,
 		*why = "the secret is not a private key";
 		return -1;
 	}
+	if (src->kind == MINT_GITHUB_APP && !EVP_PKEY_is_a(s->pem->key, "RSA")) {
+		*why = "a GitHub App signs with its RSA key (RS256)";
+		return -1;
+	}
 	if (random_id(jti) != 0) {
 		*why = "no randomness";
 		return -1;

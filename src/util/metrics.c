@@ -19,9 +19,13 @@ mtable_add(struct mtable *t, const char *a, const char *b)
 {
 	unsigned i, n = atomic_load_explicit(&t->n, memory_order_relaxed);
 	struct mkey *k;
+	char ca[METRICS_KEYLEN], cb[METRICS_KEYLEN];
 
-	if (b == NULL)
-		b = "";
+	/* As a key keeps them: a longer one must still find its key. */
+	snprintf(ca, sizeof(ca), "%s", a);
+	snprintf(cb, sizeof(cb), "%s", b != NULL ? b : "");
+	a = ca;
+	b = cb;
 	for (i = 0; i < n; i++) {
 		k = &t->e[i];
 		if (strcmp(k->a, a) == 0 && strcmp(k->b, b) == 0) {

@@ -14,12 +14,14 @@
  * a rule and an action).  One writer, its worker thread, adds keys and
  * bumps counts; any thread may read: a key is written before n counts it.
  * Cardinality is bounded: past METRICS_KEYS keys, counts go to "other".
+ * A string is kept to METRICS_KEYLEN - 1 bytes (a rule's label, a secret
+ * name fit whole).
  */
 #define METRICS_KEYS	256
 #define METRICS_KEYLEN	80
 
 struct mkey {
-	char		a[24];
+	char		a[METRICS_KEYLEN];
 	char		b[METRICS_KEYLEN];
 	atomic_ullong	n;
 };

@@ -71,6 +71,17 @@ t_long_keys_cut(void **st)
 	mtable_add(t, big, big);
 	assert_int_equal(strlen(t->e[0].a), sizeof(t->e[0].a) - 1);
 	assert_int_equal(strlen(t->e[0].b), METRICS_KEYLEN - 1);
+	/* The same long key again counts on the key it made, not a new one. */
+	mtable_add(t, big, big);
+	assert_int_equal(atomic_load(&t->n), 1);
+	assert_int_equal(atomic_load(&t->e[0].n), 2);
+	/* A secret's or rule's name fits whole. */
+	memset(big, 'y', 64);
+	big[64] = '\0';
+	mtable_add(t, "intercept:" "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy",
+	    big);
+	assert_int_equal(count(t, "intercept:" "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+	    "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy", big), 1);
 	free(t);
 }
 

@@ -853,6 +853,15 @@ test_tokens(void **state)
 	    "jwt_bearer, client_id: c, secret: k, installation_id: \"3\", "
 	    "token_url: \"https://auth.test/\"}\n",
 	    "only github_app has 'installation_id'");
+	expect_error("name: p\n" TOK_ALLOW "tokens:\n  - {name: t, kind: "
+	    "github_app, app_id: \"1\", secret: k, installation_id: \"4\", "
+	    "token_url: \"https://auth.test/app/installations/42/x\"}\n",
+	    "token_url does not name installation 4");
+	p = parse_ok("name: p\n" TOK_ALLOW "tokens:\n  - {name: t, kind: "
+	    "github_app, app_id: \"1\", secret: k, installation_id: \"42\", "
+	    "token_url: \"https://auth.test/app/installations/42/x\"}\n");
+	assert_int_equal(p->tokens.n, 1);
+	policy_free(p);
 	expect_error("name: p\ntokens: {name: t}\n", "'tokens' must be a list");
 	expect_error(RULE("    match: {host: a.test}\n"
 	    "    inject: {set: {x: \"{{token:}}\"}}\n"),
