@@ -470,7 +470,7 @@ route(struct ctl_conn *cc, const struct ctl_req *q, struct ctl_resp *r)
 		return;
 	}
 	if (ctl_sandboxes(d, q, r) || ctl_policies(d, q, r) ||
-	    ctl_secrets(d, q, r))
+	    ctl_secrets(d, q, r) || ctl_tokens(d, q, r))
 		return;
 	if (strcmp(q->path, "/v1/jwks") == 0) {
 		if (strcmp(q->method, "GET") == 0)

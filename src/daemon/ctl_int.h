@@ -65,6 +65,8 @@ int	ctl_policies(struct daemon *d, const struct ctl_req *q,
 
 int	ctl_secrets(struct daemon *d, const struct ctl_req *q,
 	    struct ctl_resp *r);
+int	ctl_tokens(struct daemon *d, const struct ctl_req *q,
+	    struct ctl_resp *r);
 
 /*
  * Writes buf to path through a temporary file, fsync, a rename and an

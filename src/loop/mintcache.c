@@ -135,6 +135,12 @@ usable(const struct mentry *e, int64_t now, int *early)
 		return 0;
 	life = e->tok->expires_at - e->tok->minted_at;
 	lead = life / 5 > MINT_EARLY_MIN_S ? life / 5 : MINT_EARLY_MIN_S;
+	/*
+	 * Never in the first half of its usable life: a short token would
+	 * else be minted again by the very requests that waited for it.
+	 */
+	if (lead > MINT_SKEW_S + (life - MINT_SKEW_S) / 2)
+		lead = MINT_SKEW_S + (life - MINT_SKEW_S) / 2;
 	*early = now >= e->tok->expires_at - lead;
 	return 1;
 }
@@ -289,4 +295,35 @@ mintcache_waiting(struct mintcache *mc, const struct mint_waiter *w)
 	r = w->prevp != NULL;
 	pthread_mutex_unlock(&mc->mu);
 	return r;
+}
+
+void
+mintcache_each(struct mintcache *mc, int64_t now,
+    void (*cb)(void *arg, const struct mint_info *info), void *arg)
+{
+	struct mint_waiter *w;
+	struct mint_info in;
+	struct mentry *e;
+	size_t i;
+
+	pthread_mutex_lock(&mc->mu);
+	for (i = 0; i < NBUCKETS; i++)
+		for (e = mc->b[i]; e != NULL; e = e->next) {
+			memset(&in, 0, sizeof(in));
+			in.key = e->key;
+			in.minting = e->minting;
+			for (w = e->waiters; w != NULL; w = w->next)
+				in.waiters++;
+			if (e->tok != NULL && now < e->tok->expires_at) {
+				in.fp = e->tok->fp;
+				in.minted_at = e->tok->minted_at;
+				in.expires_at = e->tok->expires_at;
+			}
+			if (now < e->failed_until) {
+				in.failed_until = e->failed_until;
+				in.why = e->why;
+			}
+			cb(arg, &in);
+		}
+	pthread_mutex_unlock(&mc->mu);
 }

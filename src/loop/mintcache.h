@@ -28,7 +28,9 @@
 #define MINT_KEY_MAX		512
 #define MINT_FAIL_HOLD_S	5
 #define MINT_SKEW_S		10	/* not used within this of its expiry */
-#define MINT_EARLY_MIN_S	30	/* minted again at least this early */
+#define MINT_EARLY_MIN_S	30	/* minted again at least this early, but
+					 * never in the first half of the usable
+					 * life (before expiry less the skew) */
 #define MINT_WHY_MAX		160
 
 /* A minted token, shared by the requests that carry it. */
@@ -76,6 +78,24 @@ enum mint_look mintcache_get(struct mintcache *mc, const char *key,
  */
 void	mintcache_done(struct mintcache *mc, const char *key,
 	    struct mtoken *tok, const char *why, int64_t now);
+/* What the table holds for one key, as an operator sees it. */
+struct mint_info {
+	const char	*key;
+	int		 minting;	/* a mint is under way */
+	size_t		 waiters;	/* requests waiting for it */
+	const char	*fp;		/* the token's; NULL: none */
+	int64_t		 minted_at, expires_at;	/* with fp */
+	int64_t		 failed_until;	/* 0: the last mint did not fail */
+	const char	*why;		/* with failed_until */
+};
+
+/*
+ * Calls cb for every entry at now, the table locked (cb must be quick and
+ * take no lock of ours); info's strings live for the call only.
+ */
+void	mintcache_each(struct mintcache *mc, int64_t now,
+	    void (*cb)(void *arg, const struct mint_info *info), void *arg);
+
 /* Whether w waits (is queued). */
 int	mintcache_waiting(struct mintcache *mc, const struct mint_waiter *w);
 /* w waits no more (does nothing when it is not queued). */

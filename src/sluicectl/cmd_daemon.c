@@ -81,6 +81,58 @@ cmd_secret_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
 	return rc;
 }
 
+/* The minted tokens the gateway holds (GET /v1/tokens), all or a sandbox's. */
+int
+cmd_token_ls(struct ctl *ctl, const struct cmd *c, int argc, char **argv)
+{
+	const json_t *list, *e, *v;
+	char target[TARGET_MAX];
+	json_t *ans = NULL;
+	struct table t;
+	size_t i;
+	int rc, first;
+
+	if ((rc = cmd_args(ctl, c, argc, argv, 0, 1, &first)) != CMD_GO)
+		return rc;
+	if (first < argc) {
+		if (api_target(target, sizeof(target), "/v1/tokens?sandbox=",
+		    argv[first], "") != 0)
+			return cmd_usage_err(c, "the sandbox id is too long");
+	} else
+		snprintf(target, sizeof(target), "/v1/tokens");
+	if ((rc = api_json(ctl, c, "GET", target, NULL, &ans)) != EXIT_OK ||
+	    json_answered(ctl, ans, &rc))
+		return rc;
+	table_init(&t, 7);
+	table_add(&t, "SANDBOX");
+	table_add(&t, "POLICY");
+	table_add(&t, "SOURCE");
+	table_add(&t, "STATE");
+	table_add(&t, "FINGERPRINT");
+	table_add(&t, "EXPIRES");
+	table_add(&t, "REASON");
+	list = json_object_get(ans, "tokens");
+	json_array_foreach(list, i, e) {
+		v = json_object_get(e, "sandbox");
+		if (json_is_string(v))
+			table_addj(&t, v, ",");
+		else
+			table_add(&t, "-");
+		table_addj(&t, json_object_get(e, "policy"), ",");
+		table_addj(&t, json_object_get(e, "source"), ",");
+		table_addj(&t, json_object_get(e, "state"), ",");
+		v = json_object_get(e, "fingerprint");
+		table_add(&t, json_is_string(v) ? json_string_value(v) : "-");
+		v = json_object_get(e, "expires_at");
+		table_add(&t, json_is_string(v) ? json_string_value(v) : "-");
+		v = json_object_get(e, "reason");
+		table_add(&t, json_is_string(v) ? json_string_value(v) : "-");
+	}
+	rc = table_show(&t, c);
+	json_decref(ans);
+	return rc;
+}
+
 /* NAME of .../NAME.sealed in buf; a usage error for any other file name. */
 static int
 secret_name(const struct cmd *c, const char *path, char *buf, size_t len)

@@ -37,6 +37,7 @@ static const struct cmd cmds[] = {
 	{ "secret", "ls", "", cmd_secret_ls },
 	{ "secret", "put", "FILE.sealed", cmd_secret_put },
 	{ "secret", "rm", "NAME", cmd_secret_rm },
+	{ "token", "ls", "[SANDBOX]", cmd_token_ls },
 	{ NULL, "reload", "", cmd_reload },
 	{ "daemon", "upgrade", "", cmd_daemon_upgrade },
 	{ NULL, "stats", "", cmd_stats },

@@ -81,6 +81,7 @@ int	cmd_sandbox_placeholder(struct ctl *, const struct cmd *, int, char **);
 
 /* cmd_daemon.c */
 int	cmd_secret_ls(struct ctl *, const struct cmd *, int, char **);
+int	cmd_token_ls(struct ctl *, const struct cmd *, int, char **);
 int	cmd_secret_put(struct ctl *, const struct cmd *, int, char **);
 int	cmd_secret_rm(struct ctl *, const struct cmd *, int, char **);
 int	cmd_reload(struct ctl *, const struct cmd *, int, char **);

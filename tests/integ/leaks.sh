@@ -3,7 +3,7 @@
 # client received, across the whole integration suite.
 #
 # make check runs it after the namespace suites (ctl.sh, icpt.sh,
-# secrets.sh, hostile.sh, observe.sh), which keep, in $SLUICE_ARTIFACTS/NAME, sluiced's log and
+# secrets.sh, tokens.sh, hostile.sh, observe.sh), which keep, in $SLUICE_ARTIFACTS/NAME, sluiced's log and
 # --check output, the audit trail, every answer of the control API and of
 # /metrics, every byte the sandbox's clients received, and the secret values
 # their daemons held (canary-values: icpt.sh's canaries, which an inject
@@ -29,6 +29,8 @@ need = {"icpt": ["sluiced.log", "audit.jsonl", "sandbox-received",
                  "api-answers", "canary-values"],
         "secrets": ["sluiced.log", "audit.jsonl", "sandbox-received",
                     "api-answers", "canary-values", "check.log"],
+        "tokens": ["sluiced.log", "audit.jsonl", "sandbox-received",
+                   "api-answers", "canary-values", "check.log"],
         "ctl": ["sluiced.log", "audit.jsonl", "api-answers"],
         "hostile": ["sluiced.log", "audit.jsonl", "sandbox-received",
                     "canary-values"],

@@ -101,6 +101,38 @@ t_single_flight(void **state)
 	mintcache_free(mc);
 }
 
+/* A short token is not minted again by the requests that waited for it. */
+static void
+t_short_token(void **state)
+{
+	struct mintcache *mc = mintcache_new();
+	struct mint_waiter w = { .wake = wake_cb };
+	struct mtoken *t;
+	char why[MINT_WHY_MAX];
+
+	(void)state;
+	/* 40 s: used till 30 s, early from half of that (15 s), not at once */
+	assert_int_equal(mintcache_get(mc, "k", NOW, &w, &t, why), MINT_START);
+	mintcache_done(mc, "k", mtoken_new("a", 1, NOW, NOW + 40), NULL, NOW);
+	assert_int_equal(mintcache_get(mc, "k", NOW + 1, &w, &t, why),
+	    MINT_HAVE);
+	mtoken_unref(t);
+	assert_int_equal(mintcache_get(mc, "k", NOW + 14, &w, &t, why),
+	    MINT_HAVE);
+	mtoken_unref(t);
+	assert_int_equal(mintcache_get(mc, "k", NOW + 15, &w, &t, why),
+	    MINT_HAVE_REFRESH);
+	mtoken_unref(t);
+	mintcache_done(mc, "k", mtoken_new("b", 1, NOW + 15, NOW + 27), NULL,
+	    NOW + 15);
+	/* 12 s: the waiters of its mint get it without minting again */
+	assert_int_equal(mintcache_get(mc, "k", NOW + 15, &w, &t, why),
+	    MINT_HAVE);
+	assert_string_equal(t->value, "b");
+	mtoken_unref(t);
+	mintcache_free(mc);
+}
+
 static void
 t_refresh_and_expiry(void **state)
 {
@@ -204,6 +236,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_single_flight),
 		cmocka_unit_test(t_refresh_and_expiry),
+		cmocka_unit_test(t_short_token),
 		cmocka_unit_test(t_bound),
 	};
 
