@@ -298,6 +298,8 @@ jq -n --arg s "$SVC_SECRET" --arg rt "$RT_SECRET" --arg u1 "$UB1_SECRET" \
     --arg jb "$EP/jb.pub" --arg gh "$EP/gh.pub" '{clients: {
 	"svc-client": {grant: "client_credentials", secret: $s, scope: "read write", expires_in: 3600},
 	"sf-client": {grant: "client_credentials", secret: $s, expires_in: 3600, delay_ms: 1000},
+	"rs-client": {grant: "client_credentials", secret: $s, expires_in: 3600, delay_ms: 1500},
+	"slow-client": {grant: "client_credentials", secret: $s, expires_in: 3600, delay_ms: 12000},
 	"short-client": {grant: "client_credentials", secret: $s, expires_in: 12},
 	"early-client": {grant: "client_credentials", secret: $s, expires_in: 40},
 	"bad-client": {grant: "client_credentials", secret: $bad},
@@ -349,6 +351,9 @@ tok_rule() {
 	tok_src sf sf-client svc-secret
 	tok_src short short-client svc-secret
 	tok_src early early-client svc-secret
+	tok_src rs rs-client svc-secret
+	tok_src slow slow-client svc-secret
+	tok_src slow2 slow-client svc-secret
 	tok_src bad bad-client bad-secret
 	tok_src ub1 ub1-client ub1-secret
 	tok_src ub2 ub2-client ub2-secret
@@ -381,7 +386,7 @@ tok_rule() {
 	    inject:
 	      set: {authorization: "Bearer {{token:svc}}", x-tok-b64: "{{token:svc | base64}}"}
 	EOF
-	for s in sf short early bad ub1 ub2 rt jb; do tok_rule "$s" "$s"; done
+	for s in sf short early bad ub1 ub2 rt jb rs slow slow2; do tok_rule "$s" "$s"; done
 	cat <<-EOF
 	  - name: gh
 	    match: {host: other.test, path: /reflect, query: {src: gh}}
@@ -409,7 +414,7 @@ signing_key: $KEYS/signing.key
 upstream_ca: $CA
 audit: {path: $AUDIT, fsync: always}
 workers: 2
-timeouts: {handshake: 5s, idle: 30s, connect: 3s}
+timeouts: {handshake: 5s, idle: 30s, connect: 3s, drain: 2s}
 EOF
 : >"$AUDIT"
 "$SLUICED" -c "$WORK/sluiced.yaml" --check >"$WORK/check.log" 2>&1 ||
@@ -632,6 +637,43 @@ tok_single_flight() {
 	audit_has "$off" '#1 type=token_mint source=sf' '#100 type=request sandbox=box rule=intercept:sf'
 }
 check tok_single_flight tok_single_flight
+
+# Sandboxes that give up while their token is minted: 30 connections send
+# their request and reset during the 1.5 s mint.  The daemon goes on, the
+# mint ends once, and the next request gets that token.  An endpoint that
+# answers in 12 s: the mint ends at its 10 s deadline with 502.
+tok_wait_reset() {
+	local t
+	last="30 requests for src=rs, reset while the mint is under way"
+	out=$(SBCA=$BOX_CA in_sb "$PY" - <<-'EOF' 2>&1
+	import os, socket, ssl, struct, threading, time
+	ctx = ssl.create_default_context(cafile=os.environ["SBCA"])
+	socks = []
+	for i in range(30):
+	    s = ctx.wrap_socket(socket.create_connection(("198.18.1.10", 443), timeout=10),
+	                        server_hostname="allowed.test")
+	    s.sendall(b"GET /reflect?src=rs&i=%d HTTP/1.1\r\nHost: allowed.test\r\n\r\n" % i)
+	    socks.append(s)
+	time.sleep(0.3)
+	for s in socks:
+	    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+	    s.close()
+	print("reset=%d" % len(socks))
+	EOF
+	)
+	[ "$out" = "reset=30" ] || { why="$last: $(short "$out")"; return 1; }
+	sleep 2
+	[ -z "$(sanitizer)" ] || { why="sluiced: $(sanitizer)"; return 1; }
+	snap
+	hc 'https://allowed.test/reflect?src=rs'
+	t=$(tok_of rs-client)
+	[ -n "$t" ] || { why="no rs token issued"; return 1; }
+	red_ok "$t" || return 1
+	ep_want rs-client 1 1 || return 1
+	HC_MAX=15 hc 'https://allowed.test/reflect?src=slow'
+	cwant 502 '.reason == "token-unavailable"' '.message | test("within 10 s")'
+}
+check tok_wait_reset tok_wait_reset
 
 # each sandbox gets its own token of a source; box keeps its own
 tok_per_sandbox() {
@@ -922,7 +964,16 @@ leak_none() {
 }
 
 check daemon_same daemon_same
+# A request still waiting for its token when sluiced stops: it is let go
+# before its mint is ended, and nothing wakes it after (daemon_ends looks
+# for a sanitizer report).
+in_sb curl -sS --max-time 20 --cacert "$BOX_CA" "${RESOLVE[@]}" \
+    'https://allowed.test/reflect?src=slow2' >"$WORK/slow2.out" 2>&1 &
+SLOW2_PID=$!
+sleep 1
 check daemon_ends daemon_ends
+wait "$SLOW2_PID" 2>/dev/null
+cat "$WORK/slow2.out" >>"$SEEN"
 check audit_closed audit_closed
 check leak_none leak_none
 
