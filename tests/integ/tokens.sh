@@ -673,7 +673,6 @@ tok_wait_reset() {
 	HC_MAX=15 hc 'https://allowed.test/reflect?src=slow'
 	cwant 502 '.reason == "token-unavailable"' '.message | test("within 10 s")'
 }
-check tok_wait_reset tok_wait_reset
 
 # each sandbox gets its own token of a source; box keeps its own
 tok_per_sandbox() {
@@ -757,6 +756,7 @@ tok_early() {
 	ep_want early-client 2 2
 }
 check tok_early tok_early
+check tok_wait_reset tok_wait_reset
 
 # ================================================================ refused policies
 
