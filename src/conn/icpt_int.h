@@ -547,6 +547,12 @@ int	icpt_scan_body(struct icpt *ic, const uint8_t *p, size_t n);
 int	icpt_tokens(struct icpt *ic, const struct intercept_rule *rule,
 	    struct inject_token *toks, const struct secret **secs, size_t *n,
 	    int ka_close);
+/*
+ * The table's key of the token of source, minted from s, for c's sandbox,
+ * policy and revision; 0, or -1 when it does not fit.
+ */
+int	icpt_token_key(const struct conn *c, const char *source,
+	    const struct secret *s, char out[MINT_KEY_MAX]);
 /* Whether the mint the head waits for has ended (RQ_TOKEN). */
 int	icpt_token_ready(struct icpt *ic);
 /* The head waits no more (the connection ends). */

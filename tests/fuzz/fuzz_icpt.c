@@ -46,6 +46,11 @@
  * other faults past a known leak; FUZZ_ICPT_DEBUG logs at debug level
  * and shows what each side got.
  *
+ * Every inject rule of the inject-only policy also sets a minted token
+ * ({{token:svc}}; rule "tk", /t/ and below, as is and base64'd and no
+ * secret of its own), put in the token table at start as if minted: no
+ * form of it may reach the sandbox either.
+ *
  * The inject-only policy's rule "sig" (/sig/ and below) signs with SigV4:
  * a request with a body there is held until the body is whole
  * (icpt_hold.c).
@@ -63,6 +68,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,11 +95,13 @@
 #include "keys/secrets.h"
 #include "keys/tlsup.h"
 #include "loop/loop.h"
+#include "loop/mintcache.h"
 #include "loop/state.h"
 #include "loop/upool.h"
 #include "conn/conn.h"
 #include "conn/conn_int.h"
 #include "conn/icpt.h"
+#include "conn/icpt_int.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -108,6 +116,7 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 #define UP_PORT		443
 #define HOST		"api.example.com"
+#define AUTH		"auth.example.com"	/* the token endpoint */
 #define MAX_STEPS	96
 #define MAX_TURNS	48	/* turns to let the conn end by itself */
 #define SB_KEEP		(1u << 20)	/* of what the sandbox receives, kept */
@@ -115,16 +124,28 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static const char policy_inject_only[] =
 	"name: fuzz-inject\n"
+	"egress:\n"
+	"  allow: [{domain: " AUTH "}]\n"
+	"tokens:\n"
+	"  - {name: svc, kind: oauth_client_credentials, client_id: fuzz,\n"
+	"     token_url: \"https://" AUTH "/t\", secret: tok}\n"
 	"intercept:\n"
+	"  - name: tk\n"
+	"    match: {host: " HOST ", path: \"/t/**\"}\n"
+	"    inject:\n"
+	"      set: {authorization: \"Bearer {{token:svc}}\",\n"
+	"            x-b: \"{{ token:svc | base64 }}\"}\n"
 	"  - name: inj\n"
 	"    match: {host: " HOST ", path: \"/v1/**\"}\n"
 	"    inject:\n"
-	"      set: {authorization: \"Bearer {{secret:tok}}\"}\n"
+	"      set: {authorization: \"Bearer {{secret:tok}}\",\n"
+	"            x-t: \"{{token:svc}}\"}\n"
 	"      remove: [cookie]\n"
 	"      placeholders: [tok]\n"
 	"  - name: sig\n"
 	"    match: {host: " HOST ", path: \"/sig/**\"}\n"
 	"    inject:\n"
+	"      set: {x-t: \"{{token:svc}}\"}\n"
 	"      sigv4: {secret: aws, service: execute-api, region: us-east-1}\n"
 	"  - name: nope\n"
 	"    match: {host: " HOST "}\n"
@@ -155,6 +176,7 @@ struct world {
 	struct state	*st;
 	struct secret_store *store;
 	struct secret	*secret;
+	struct mtoken	*token;		/* the inject-only policy's, minted */
 	char		 ph[PH_LEN + 1];	/* the sandbox's placeholder of it */
 	struct sb_counter *counter;
 	struct sandbox	 sb;
@@ -280,7 +302,7 @@ make_secrets(void)
 	struct errlist errs = ERRLIST_INIT;
 	char keydir[96], key[128], pub[128], secdir[96], why2[SECRET_WHY_MAX];
 	static char *keys[1];
-	const char *why = NULL, *hosts[1] = { HOST };
+	const char *why = NULL, *hosts[2] = { HOST, AUTH };
 	uint8_t pk[32], raw[24], *blob = NULL;
 	char value[2 * sizeof(raw) + 1];
 	struct sealed_in in;
@@ -311,7 +333,7 @@ make_secrets(void)
 	in.version = 1;
 	in.created = 1700000000;
 	in.hosts = hosts;
-	in.nhosts = 1;
+	in.nhosts = 2;
 	in.value = (const uint8_t *)value;
 	in.value_len = strlen(value);
 	CHECK(sealed_seal(pk, &in, &blob, &len, &why) == 0);
@@ -337,6 +359,37 @@ make_secrets(void)
 	W.st->secrets = set;
 	W.l.secrets = W.store;
 	W.l.st = W.st;
+}
+
+/*
+ * The inject-only policy's token, as if its worker had minted it: in the
+ * table under the key a request of the sandbox looks for, so that no
+ * request starts a mint (there is no resolver, no endpoint).
+ */
+static void
+mint_token(void)
+{
+	struct mint_waiter w = { NULL, NULL, NULL, NULL };
+	char key[MINT_KEY_MAX], why[MINT_WHY_MAX], value[33];
+	struct conn c;
+	struct mtoken *t;
+	uint8_t raw[16];
+	size_t i;
+
+	memset(&c, 0, sizeof(c));
+	c.sb = &W.sb;
+	snprintf(c.policy_name, sizeof(c.policy_name), "%s", W.pol[0]->name);
+	CHECK((W.l.mints = mintcache_new()) != NULL);
+	CHECK(icpt_token_key(&c, "svc", W.secret, key) == 0);
+	randombytes_buf(raw, sizeof(raw));
+	for (i = 0; i < sizeof(raw); i++)
+		snprintf(value + 2 * i, 3, "%02x", raw[i]);
+	CHECK(mintcache_get(W.l.mints, key, time(NULL), &w, &t, why) ==
+	    MINT_START);
+	mintcache_cancel(W.l.mints, &w);	/* nobody waits: it is ready */
+	CHECK((W.token = mtoken_new(value, 32, time(NULL),
+	    time(NULL) + 10 * 365 * 86400LL)) != NULL);
+	mintcache_done(W.l.mints, key, mtoken_ref(W.token), NULL, time(NULL));
 }
 
 int
@@ -385,6 +438,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	W.sb.id = "fuzz";
 	placeholder_of(W.store, W.sb.id, "tok", W.ph);
 	W.sb.counter = W.counter;
+	mint_token();
 	/*
 	 * The upstream: the address plain HTTP to it on port 80 is sent on
 	 * to, on 443.  One of 127.77/16 a process, so that fuzzers running
@@ -592,6 +646,14 @@ check_no_secret(const struct run *r)
 	size_t i;
 
 	CHECK(memmem(r->sb_got, r->sb_len, s->value, s->value_len) == NULL);
+	for (i = 0; i < W.token->npats; i++) {
+		if (memmem(r->sb_got, r->sb_len, W.token->pats[i].p,
+		    W.token->pats[i].len) != NULL) {
+			fprintf(stderr, "fuzz_icpt: form %zu of the minted "
+			    "token reached the sandbox\n", i);
+			abort();
+		}
+	}
 	for (i = 0; i < s->nforms; i++) {
 		if (memmem(r->sb_got, r->sb_len, s->forms[i].p,
 		    s->forms[i].len) != NULL) {
