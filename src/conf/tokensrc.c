@@ -155,8 +155,6 @@ check_kind(struct ycheck *x, const struct ynode *m, struct mint_source *t)
 			need = "client_id";
 		if (t->app_id != NULL)
 			extra = "app_id";
-		else if (t->audience != NULL)
-			extra = "audience";
 		break;
 	case MINT_JWT_BEARER:
 		if (t->client_id == NULL)

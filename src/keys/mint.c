@@ -232,6 +232,10 @@ mint_request(const struct mint_source *src, const struct secret *s,
 	}
 	if (src->scope != NULL && src->kind != MINT_GITHUB_APP)
 		put_param(&b, 0, "scope", src->scope, strlen(src->scope));
+	/* The OAuth kinds: the API the token is for (Auth0 and others). */
+	if (src->audience != NULL && !mint_kind_signs(src->kind))
+		put_param(&b, 0, "audience", src->audience,
+		    strlen(src->audience));
 	sbuf_str(&w, "POST ");
 	sbuf_str(&w, u.target);
 	sbuf_str(&w, " HTTP/1.1\r\nHost: ");
@@ -327,6 +331,34 @@ rfc3339_utc(const char *s)
 	return (int64_t)timegm(&tm);
 }
 
+/*
+ * expires_in: whole seconds, 1 to 366 days, a JSON number or a string of
+ * digits (as some endpoints send it); -1 for anything else.
+ */
+static int64_t
+seconds_of(const json_t *x)
+{
+	const char *s;
+	int64_t v = 0;
+	size_t i, n;
+
+	if (json_is_integer(x))
+		v = json_integer_value(x);
+	else if (json_is_string(x)) {
+		s = json_string_value(x);
+		n = json_string_length(x);
+		if (n == 0 || n > 8)
+			return -1;
+		for (i = 0; i < n; i++) {
+			if (s[i] < '0' || s[i] > '9')
+				return -1;
+			v = v * 10 + (s[i] - '0');
+		}
+	} else
+		return -1;
+	return v > 0 && v <= 366 * 86400 ? v : -1;
+}
+
 /* A token as an HTTP header may carry it: visible ASCII, no space. */
 static int
 token_ok(const char *t, size_t n)
@@ -348,7 +380,7 @@ mint_answer(enum mint_kind k, int status, const char *body, size_t len,
 	json_error_t err;
 	json_t *o = NULL, *t, *x;
 	const char *tv;
-	int64_t exp = -1;
+	int64_t exp = -1, life;
 	size_t tl;
 	int r = -1;
 
@@ -388,9 +420,8 @@ mint_answer(enum mint_kind k, int status, const char *body, size_t len,
 		}
 	} else if ((x = json_object_get(o, "expires_in")) == NULL)
 		exp = (int64_t)now + MINT_DEFAULT_TTL;
-	else if (json_is_integer(x) && json_integer_value(x) > 0 &&
-	    json_integer_value(x) <= 366 * 86400)
-		exp = (int64_t)now + json_integer_value(x);
+	else if ((life = seconds_of(x)) > 0)
+		exp = (int64_t)now + life;
 	else {
 		snprintf(why, whycap, "the token endpoint's answer has a bad "
 		    "expires_in");

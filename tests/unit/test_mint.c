@@ -101,6 +101,13 @@ t_oauth_requests(void **state)
 	assert_null(strstr(out, "Authorization"));
 	assert_string_equal(body_of(out), "grant_type=refresh_token&"
 	    "refresh_token=s3cr%3At&client_id=my%20client");
+	/* an audience goes as a form parameter of the OAuth kinds */
+	src.audience = "https://api.test/";
+	assert_true(mint_request(&src, &s, NOW, out, sizeof(out), &why) > 0);
+	assert_string_equal(body_of(out), "grant_type=refresh_token&"
+	    "refresh_token=s3cr%3At&client_id=my%20client&"
+	    "audience=https%3A%2F%2Fapi.test%2F");
+	src.audience = NULL;
 	/* too small: refused, nothing left behind */
 	assert_int_equal(mint_request(&src, &s, NOW, out, 64, &why), -1);
 	/* a pem secret cannot be a client secret */
@@ -250,6 +257,12 @@ t_answers(void **state)
 		    NOW + 3600, NULL },
 		{ MINT_REFRESH_TOKEN, 200, "{\"access_token\":\"x\"}", "x",
 		    NOW + MINT_DEFAULT_TTL, NULL },
+		{ MINT_CLIENT_CREDENTIALS, 200, "{\"access_token\":\"s\","
+		    "\"expires_in\":\"3599\"}", "s", NOW + 3599, NULL },
+		{ MINT_CLIENT_CREDENTIALS, 200, "{\"access_token\":\"s\","
+		    "\"expires_in\":\"36x\"}", NULL, 0, "expires_in" },
+		{ MINT_CLIENT_CREDENTIALS, 200, "{\"access_token\":\"s\","
+		    "\"expires_in\":1.5}", NULL, 0, "expires_in" },
 		{ MINT_GITHUB_APP, 201, "{\"token\":\"ghs_1\",\"expires_at\":"
 		    "\"2027-01-15T09:00:00Z\"}", "ghs_1", NOW + 3600, NULL },
 		{ MINT_CLIENT_CREDENTIALS, 401, "{\"error\":\"invalid_client\"}",
