@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "util/names.h"
 #include "util/yamltree.h"
 #include "conf/policy.h"
@@ -242,6 +244,30 @@ token_url(struct ycheck *x, const struct ynode *m, struct mint_source *t)
 	return 0;
 }
 
+/* t->digest, over every key that changes what is minted. */
+static void
+digest(struct mint_source *t)
+{
+	const char *f[] = { mint_kind_name(t->kind), t->token_url,
+	    t->client_id, t->scope, t->audience, t->app_id, t->secret,
+	    t->upstream_ca };
+	crypto_generichash_state st;
+	uint8_t d[8];
+	size_t i;
+
+	crypto_generichash_init(&st, NULL, 0, sizeof(d));
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		/* Absent and empty differ: a byte says which. */
+		crypto_generichash_update(&st, (const uint8_t *)(f[i] != NULL ?
+		    "+" : "-"), 1);
+		if (f[i] != NULL)
+			crypto_generichash_update(&st, (const uint8_t *)f[i],
+			    strlen(f[i]) + 1);
+	}
+	crypto_generichash_final(&st, d, sizeof(d));
+	sodium_bin2hex(t->digest, sizeof(t->digest), d, sizeof(d));
+}
+
 /* One source: a map. */
 static void
 parse_one(struct ycheck *x, const struct ynode *m, struct mint_source *t)
@@ -304,7 +330,8 @@ parse_one(struct ycheck *x, const struct ynode *m, struct mint_source *t)
 		    "audience and app_id are printable ASCII without '\"' "
 		    "or '\\'", t->name);
 	check_kind(x, m, t);
-	token_url(x, m, t);
+	if (token_url(x, m, t) == 0)
+		digest(t);
 }
 
 void

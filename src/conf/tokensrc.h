@@ -63,6 +63,12 @@ struct mint_source {
 	char		 host[NAME_BUFSZ];	/* token_url's, normalised */
 	unsigned	 port;
 	unsigned	 line;
+	/*
+	 * What the source is, as 16 hex digits of BLAKE2b over every key but
+	 * name and line: a token is minted anew when it changes, not when
+	 * another part of the policy does.
+	 */
+	char		 digest[17];
 };
 
 /* The name of kind k as the policy spells it, or NULL. */

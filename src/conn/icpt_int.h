@@ -548,10 +548,11 @@ int	icpt_tokens(struct icpt *ic, const struct intercept_rule *rule,
 	    struct inject_token *toks, const struct secret **secs, size_t *n,
 	    int ka_close);
 /*
- * The table's key of the token of source, minted from s, for c's sandbox,
- * policy and revision; 0, or -1 when it does not fit.
+ * The table's key of src's token, minted from s, for c's sandbox and
+ * policy: "SANDBOX\nPOLICY\nDIGEST\nSOURCE\nSECRET@VERSION:FP"; 0, or -1
+ * when it does not fit.
  */
-int	icpt_token_key(const struct conn *c, const char *source,
+int	icpt_token_key(const struct conn *c, const struct mint_source *src,
 	    const struct secret *s, char out[MINT_KEY_MAX]);
 /* Whether the mint the head waits for has ended (RQ_TOKEN). */
 int	icpt_token_ready(struct icpt *ic);

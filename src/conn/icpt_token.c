@@ -58,15 +58,14 @@ token_wake(void *arg)
 }
 
 int
-icpt_token_key(const struct conn *c, const char *source,
+icpt_token_key(const struct conn *c, const struct mint_source *src,
     const struct secret *s, char out[MINT_KEY_MAX])
 {
 	int n;
 
-	n = snprintf(out, MINT_KEY_MAX, "%s\n%s\n%llu\n%s\n%s@%llu:%s",
-	    c->sb != NULL ? c->sb->id : "", c->policy_name,
-	    (unsigned long long)c->policy_rev, source, s->name,
-	    (unsigned long long)s->version, s->fp);
+	n = snprintf(out, MINT_KEY_MAX, "%s\n%s\n%s\n%s\n%s@%llu:%s",
+	    c->sb != NULL ? c->sb->id : "", c->policy_name, src->digest,
+	    src->name, s->name, (unsigned long long)s->version, s->fp);
 	return n > 0 && n < MINT_KEY_MAX ? 0 : -1;
 }
 
@@ -122,7 +121,7 @@ icpt_tokens(struct icpt *ic, const struct intercept_rule *rule,
 	for (i = 0; i < k; i++) {
 		if ((s = source_secret(ic, srcs[i], ka_close)) == NULL)
 			return -1;
-		if (icpt_token_key(c, srcs[i]->name, s, key) != 0) {
+		if (icpt_token_key(c, srcs[i], s, key) != 0) {
 			icpt_refuse(ic, 500, "internal", "token-unavailable",
 			    "sluice: the token's key is too long", ka_close);
 			return -1;

@@ -60,7 +60,7 @@ add_entry(void *arg, const struct mint_info *in)
 	char buf[MINT_KEY_MAX], *f[5], *at, *colon;
 	json_t *o;
 
-	/* sandbox, policy, revision, source, secret@version:fingerprint */
+	/* sandbox, policy, source digest, source, secret@version:fp */
 	if (ls->nomem || split_key(in->key, buf, sizeof(buf), f, 5) != 0 ||
 	    (at = strrchr(f[4], '@')) == NULL ||
 	    (colon = strchr(at, ':')) == NULL)
@@ -69,9 +69,9 @@ add_entry(void *arg, const struct mint_info *in)
 	*colon = '\0';
 	if (ls->sandbox != NULL && strcmp(ls->sandbox, f[0]) != 0)
 		return;
-	o = json_pack("{s:s?, s:s, s:I, s:s, s:s, s:I, s:s, s:I}",
+	o = json_pack("{s:s?, s:s, s:s, s:s, s:s, s:I, s:s, s:I}",
 	    "sandbox", f[0][0] != '\0' ? f[0] : NULL, "policy", f[1],
-	    "revision", (json_int_t)strtoull(f[2], NULL, 10), "source", f[3],
+	    "source_digest", f[2], "source", f[3],
 	    "secret", f[4], "secret_version",
 	    (json_int_t)strtoull(at, NULL, 10), "state", in->minting ?
 	    "minting" : in->failed_until != 0 ? "failed" : in->fp != NULL ?

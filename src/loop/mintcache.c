@@ -28,6 +28,7 @@ struct mintcache {
 	pthread_mutex_t	 mu;
 	struct mentry	*b[NBUCKETS];
 	size_t		 n;
+	size_t		 sweep;		/* the bucket swept next */
 };
 
 /* ---- tokens --------------------------------------------------------- */
@@ -155,6 +156,29 @@ idle(const struct mentry *e, int64_t now)
 	    now >= e->failed_until;
 }
 
+/*
+ * Drops the idle entries of one bucket, the next one each call: a key no
+ * request asks for any more (a sandbox gone, a source changed) lets its
+ * token's locked memory go within NBUCKETS lookups.
+ */
+static void
+sweep(struct mintcache *mc, int64_t now)
+{
+	struct mentry **pp = &mc->b[mc->sweep], *e;
+
+	mc->sweep = (mc->sweep + 1) % NBUCKETS;
+	while ((e = *pp) != NULL) {
+		if (!idle(e, now)) {
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		mtoken_unref(e->tok);
+		free(e);
+		mc->n--;
+	}
+}
+
 /* Drops one idle entry to make room; 0, or -1 when none is. */
 static int
 evict(struct mintcache *mc, int64_t now)
@@ -226,6 +250,7 @@ mintcache_get(struct mintcache *mc, const char *key, int64_t now,
 
 	*tok = NULL;
 	pthread_mutex_lock(&mc->mu);
+	sweep(mc, now);
 	if ((e = find(mc, key, 1, now)) == NULL) {
 		snprintf(why, MINT_WHY_MAX, "too many minted tokens at once");
 		r = MINT_FAILED;

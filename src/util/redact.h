@@ -98,7 +98,7 @@ void	redactor_free(struct redactor *r);
  * the patterns total 4 GiB or more); after an error, feeds and flushes
  * return SL_ERR_INVALID until a reset succeeds.  n may be 0: the stream
  * then passes unchanged.  Costs O(total pattern length) time, and
- * memory of about 28 bytes per pattern byte beyond 11 KiB a redactor.
+ * memory of about 28 bytes per pattern byte beyond 27 KiB a redactor.
  */
 int	redactor_reset(struct redactor *r, const struct redact_pat *pats,
 	    size_t n);

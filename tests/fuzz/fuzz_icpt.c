@@ -380,7 +380,8 @@ mint_token(void)
 	c.sb = &W.sb;
 	snprintf(c.policy_name, sizeof(c.policy_name), "%s", W.pol[0]->name);
 	CHECK((W.l.mints = mintcache_new()) != NULL);
-	CHECK(icpt_token_key(&c, "svc", W.secret, key) == 0);
+	CHECK(icpt_token_key(&c, token_find(&W.pol[0]->tokens, "svc", 3),
+	    W.secret, key) == 0);
 	randombytes_buf(raw, sizeof(raw));
 	for (i = 0; i < sizeof(raw); i++)
 		snprintf(value + 2 * i, 3, "%02x", raw[i]);

@@ -9,9 +9,15 @@
  *            bit 7: every pattern and body byte is folded to 'a'-'c', so
  *            that occurrences overlap often
  *   byte 1-4 the length of each pattern, less one (5 bits; 8 for a value)
+ *            byte 4 bit 7: the body plants patterns (below)
  *   byte 5   the emit call that says stop in a third run, 0 none
  *   then the patterns' bytes, one byte per cut (the gap to the previous
- *   cut, less one), then the body.
+ *   cut, less one), then the body.  In a body that plants patterns,
+ *   0xff then k stands for pattern k % n (n patterns, or forms), whole
+ *   or, by (k / n) % 4, whole, less its last byte or less its first: so
+ *   that occurrences, near misses and hash collisions of the scans are
+ *   common whatever the alphabet (up to MAXBODY bytes; past that, the
+ *   bytes are taken as they are).
  *
  * The body is redacted whole, with the cuts, by redact_buf() and by a
  * plain reference scan: all four must agree on the bytes and the count.
@@ -34,6 +40,7 @@
 #define MAXPATS		4
 #define MAXCUTS		16
 #define HEAD		6
+#define MAXBODY		16384
 #define MARK_LEN	(sizeof(REDACT_MARK) - 1)
 
 struct out {
@@ -185,6 +192,49 @@ check_no_pattern(const struct redact_pat *pats, size_t n, const uint8_t *out,
 			CHECK(memcmp(out + i, pats[k].p, pats[k].len) != 0);
 }
 
+/*
+ * The body of data[0..size): as is (folded if fold), or with planted
+ * patterns; a new buffer of *len bytes.
+ */
+static uint8_t *
+make_body(const uint8_t *data, size_t size, int fold, int planting,
+    const struct redact_pat *pats, size_t n, size_t *len)
+{
+	const struct redact_pat *p;
+	size_t i, o = 0, cap = planting ? MAXBODY : size, from, plen;
+	uint8_t *body, k;
+
+	if (cap < size)
+		cap = size;
+	CHECK((body = malloc(cap + 1)) != NULL);
+	for (i = 0; i < size; i++) {
+		if (planting && data[i] == 0xff && i + 1 < size) {
+			k = data[++i];
+			p = &pats[k % n];
+			from = 0;
+			plen = p->len;
+			switch ((k / n) % 4) {
+			case 2:
+				plen--;
+				break;
+			case 3:
+				from = 1;
+				plen--;
+				break;
+			}
+			if (plen <= cap - o - (size - i - 1)) {
+				memcpy(body + o, p->p + from, plen);
+				o += plen;
+				continue;
+			}
+			i--;	/* no room: the two bytes as they are */
+		}
+		body[o++] = fold ? 'a' + data[i] % 3 : data[i];
+	}
+	*len = o;
+	return body;
+}
+
 /* memcmp() that takes a NULL of an empty output. */
 static int
 same(const uint8_t *a, const uint8_t *b, size_t len)
@@ -201,9 +251,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct redactor *r = NULL;
 	struct out o = { 0 };
 	size_t npats, ncuts = 0, want_cuts, cuts[MAXCUTS], i, k, len, pos;
-	size_t wlen, stop_at, n;
+	size_t wlen, stop_at, n, ncutb;
 	uint64_t count = 0, bcount = 0;
-	int fold, from_value, rv;
+	int fold, from_value, planting, rv;
 	long got;
 
 	if (size < HEAD)
@@ -212,6 +262,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	want_cuts = (data[0] >> 2) & 0x0f;
 	from_value = (data[0] & 0x40) != 0;
 	fold = (data[0] & 0x80) != 0;
+	planting = (data[4] & 0x80) != 0;
 	stop_at = data[5];
 	pos = HEAD;
 	if (from_value)
@@ -235,17 +286,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		n = (size_t)make_forms(pbuf[0], pats[0].len, &store, pats);
 	if (size - pos < want_cuts)
 		goto out;
-	len = size - pos - want_cuts;
+	ncutb = pos;
+	pos += want_cuts;
+	body = make_body(data + pos, size - pos, fold, planting, pats, n, &len);
 	for (i = 0, k = 0; i < want_cuts; i++) {
-		k += (size_t)data[pos + i] + 1;
+		k += (size_t)data[ncutb + i] + 1;
 		if (k >= len)
 			break;
 		cuts[ncuts++] = k;
 	}
-	pos += want_cuts;
-	CHECK((body = malloc(len + 1)) != NULL);
-	for (i = 0; i < len; i++)
-		body[i] = fold ? 'a' + data[pos + i] % 3 : data[pos + i];
 
 	/* The reference. */
 	CHECK((want = malloc(10 * len + 1)) != NULL);

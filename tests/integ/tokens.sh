@@ -34,7 +34,6 @@
 #   tok_cc            client credentials: the token upstream, redacted
 #                     from the answer; what the endpoint was asked
 #   tok_cached        10 more requests: no new mint
-#   tok_early_start   a 40 s token: used again at once, no mint yet
 #   tok_fail          401 invalid_client: 502 token-unavailable naming
 #                     it, nothing upstream, the failure held 5 s
 #   tok_unbound       a secret not bound to the request's host, or not
@@ -45,17 +44,23 @@
 #   tok_upstream_ca   the same endpoint without the source's upstream_ca:
 #                     its certificate is refused, 502, nothing minted
 #   tok_single_flight 100 concurrent first requests: one mint, 100 x 200
+#   tok_early_start   a 40 s token: used again at once, no mint yet
 #   tok_per_sandbox   a second sandbox gets its own token
 #   tok_expiry        a 12 s token: after it expires, a new one
 #   tok_fail_retry    5 s after a failure the endpoint is asked again
 #   tok_early         the 40 s token 16 s on: the old one serves while a
 #                     new one is minted in the background
+#   tok_wait_reset    30 sandboxes reset while their token is minted; a
+#                     mint past its 10 s deadline gets 502
 #   tok_policy_refused  token_url host or port not allowed, an undeclared
 #                     {{token:x}}: refused by --check, PUT and reload;
 #                     the policy in force stays
 #   tok_audit         request records (tokens, secrets), token_mint
 #                     records; audit verify
 #   tok_metrics       sluice_token_mints_total
+#   tok_api           GET /v1/tokens, sluicectl token ls [SANDBOX]
+#   tok_reload        a reload that leaves a source as it was keeps its
+#                     token; one that changes it mints anew
 #   daemon_*, leak_none  the same sluiced throughout, a clean end, a
 #                     verified trail; no secret value or minted token in
 #                     anything sluiced wrote or the sandbox received
@@ -478,7 +483,6 @@ tok_early_start() {
 	up_got allowed-tls authorization "Bearer $EARLY_A" "Bearer $EARLY_A" || return 1
 	ep_want early-client 1 1
 }
-check tok_early_start tok_early_start
 
 # ================================================================ failures
 
@@ -637,6 +641,7 @@ tok_single_flight() {
 	audit_has "$off" '#1 type=token_mint source=sf' '#100 type=request sandbox=box rule=intercept:sf'
 }
 check tok_single_flight tok_single_flight
+check tok_early_start tok_early_start
 
 # Sandboxes that give up while their token is minted: 30 connections send
 # their request and reset during the 1.5 s mint.  The daemon goes on, the
@@ -832,6 +837,37 @@ tok_policy_refused() {
 }
 check tok_policy_refused tok_policy_refused
 
+# A reload that leaves a source as it was keeps its token (a new revision
+# of the policy, a comment more); one that changes the source mints anew.
+tok_reload() {
+	local rev n
+	api GET /v1/policies/tok
+	rev=$(jq .revision <<<"$out")
+	ep_get || return 1
+	n=$(ep_n issued svc-client)
+	printf '# reloaded by tok_reload\n' >>"$POLDIR/tok.yaml"
+	o=$("$SLUICECTL" --socket "$SOCK" reload 2>&1) || { why="reload: $(short "$o")"; return 1; }
+	api GET /v1/policies/tok
+	[ "$(jq .revision <<<"$out")" != "$rev" ] || { why="the reload did not make a new revision"; return 1; }
+	snap
+	hc 'https://allowed.test/reflect?src=svc'
+	red_ok "$SVC_T" || return 1
+	up_got allowed-tls authorization "Bearer $SVC_T" || return 1
+	ep_get || return 1
+	[ "$(ep_n issued svc-client)" = "$n" ] || { why="a reload that left the source as it was minted again"; return 1; }
+	# the same request, but the source now names its CA itself
+	sed -i "s|^    scope: \"read write\"\$|&\\n    upstream_ca: $CA|" "$POLDIR/tok.yaml"
+	grep -q "^    upstream_ca: $CA\$" "$POLDIR/tok.yaml" || { why="cannot change the source in the test's policy"; return 1; }
+	o=$("$SLUICECTL" --socket "$SOCK" reload 2>&1) || { why="reload: $(short "$o")"; return 1; }
+	snap
+	hc 'https://allowed.test/reflect?src=svc'
+	ep_get || return 1
+	[ "$(ep_n issued svc-client)" = $((n + 1)) ] || { why="a changed source did not mint anew: $(ep_n issued svc-client) issued, want $((n + 1))"; return 1; }
+	SVC_T=$(tok_of svc-client $((n + 1)))
+	red_ok "$SVC_T" || return 1
+	up_got allowed-tls authorization "Bearer $SVC_T"
+}
+
 # ================================================================ audit and metrics
 
 # the request record names the source and the token's fingerprint (and the
@@ -938,6 +974,7 @@ tok_api() {
 check tok_audit tok_audit
 check tok_metrics tok_metrics
 check tok_api tok_api
+check tok_reload tok_reload
 
 # ================================================================ daemon and leaks
 

@@ -101,6 +101,48 @@ t_single_flight(void **state)
 	mintcache_free(mc);
 }
 
+static void
+count_cb(void *arg, const struct mint_info *in)
+{
+	(*(size_t *)arg)++;
+	(void)in;
+}
+
+/* An entry no request asks for any more goes, and its token with it. */
+static void
+t_sweep(void **state)
+{
+	struct mintcache *mc = mintcache_new();
+	struct mint_waiter w = { .wake = wake_cb };
+	struct mtoken *t, *kept;
+	char why[MINT_WHY_MAX];
+	size_t n = 0, i;
+
+	(void)state;
+	assert_int_equal(mintcache_get(mc, "old", NOW, &w, &t, why), MINT_START);
+	kept = mtoken_new("o", 1, NOW, NOW + 60);
+	mintcache_done(mc, "old", mtoken_ref(kept), NULL, NOW);
+	assert_int_equal(mintcache_get(mc, "new", NOW, &w, &t, why), MINT_START);
+	mintcache_done(mc, "new", mtoken_new("n", 1, NOW, NOW + 6000), NULL, NOW);
+	/* a good token stays however often the table is swept */
+	for (i = 0; i < 2048; i++)
+		if (mintcache_get(mc, "new", NOW + 1, &w, &t, why) == MINT_HAVE)
+			mtoken_unref(t);
+	mintcache_each(mc, NOW + 1, count_cb, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(atomic_load(&kept->refs), 2);
+	/* expired and unasked for: gone within a sweep of every bucket */
+	for (i = 0; i < 1024; i++)
+		if (mintcache_get(mc, "new", NOW + 61, &w, &t, why) == MINT_HAVE)
+			mtoken_unref(t);
+	n = 0;
+	mintcache_each(mc, NOW + 61, count_cb, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(atomic_load(&kept->refs), 1);	/* the table let go */
+	mtoken_unref(kept);
+	mintcache_free(mc);
+}
+
 /* A short token is not minted again by the requests that waited for it. */
 static void
 t_short_token(void **state)
@@ -237,6 +279,7 @@ main(void)
 		cmocka_unit_test(t_single_flight),
 		cmocka_unit_test(t_refresh_and_expiry),
 		cmocka_unit_test(t_short_token),
+		cmocka_unit_test(t_sweep),
 		cmocka_unit_test(t_bound),
 	};
 

@@ -805,6 +805,28 @@ test_tokens(void **state)
 	    "installations/42/access_tokens");
 	assert_int_equal(t->port, 443);
 	assert_null(token_find(&p->tokens, "sv", 2));
+	/* What the source says, not where it stands: its digest. */
+	{
+		struct policy *p2, *p3;
+		char d[17];
+
+		snprintf(d, sizeof(d), "%s", token_find(&p->tokens, "svc",
+		    3)->digest);
+		assert_int_equal(strlen(d), 16);
+		p2 = parse_ok("name: p\n# another comment\n" TOK_ALLOW
+		    "tokens:\n  - {name: svc, kind: oauth_client_credentials, "
+		    "token_url: \"https://Auth.Test:8443/oauth/token\", "
+		    "client_id: my-client, secret: svc-secret, scope: read write}\n");
+		assert_string_equal(token_find(&p2->tokens, "svc", 3)->digest, d);
+		p3 = parse_ok("name: p\n" TOK_ALLOW
+		    "tokens:\n  - {name: svc, kind: oauth_client_credentials, "
+		    "token_url: \"https://Auth.Test:8443/oauth/token\", "
+		    "client_id: my-client, secret: svc-secret, scope: read}\n");
+		assert_string_not_equal(token_find(&p3->tokens, "svc", 3)->digest,
+		    d);
+		policy_free(p2);
+		policy_free(p3);
+	}
 	policy_free(p);
 
 	/* What names a source that is not there, or an endpoint not allowed. */
