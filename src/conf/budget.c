@@ -51,16 +51,7 @@ budget_list_parse(struct ycheck *x, const struct ynode *seq, const char *path,
 {
 	size_t i, j;
 
-	if (seq->kind != YNODE_SEQ) {
-		ycheck_err(x, seq->line, seq->col, "'%s' must be a list", path);
-		return;
-	}
-	if (seq->n > BUDGET_MAX_RULES) {
-		ycheck_err(x, seq->line, seq->col, "'%s' holds more than %d "
-		    "budgets", path, BUDGET_MAX_RULES);
-		return;
-	}
-	if (seq->n == 0)
+	if (ycheck_seq(x, seq, path, BUDGET_MAX_RULES, "budgets") == 0)
 		return;
 	if ((out->v = calloc(seq->n, sizeof(*out->v))) == NULL) {
 		x->nomem = 1;

@@ -340,16 +340,7 @@ token_list_parse(struct ycheck *x, const struct ynode *seq,
 {
 	size_t i, j;
 
-	if (seq->kind != YNODE_SEQ) {
-		ycheck_err(x, seq->line, seq->col, "'tokens' must be a list");
-		return;
-	}
-	if (seq->n > TOKENS_MAX) {
-		ycheck_err(x, seq->line, seq->col, "'tokens' holds more than "
-		    "%d sources", TOKENS_MAX);
-		return;
-	}
-	if (seq->n == 0)
+	if (ycheck_seq(x, seq, "tokens", TOKENS_MAX, "sources") == 0)
 		return;
 	if ((out->v = calloc(seq->n, sizeof(*out->v))) == NULL) {
 		x->nomem = 1;

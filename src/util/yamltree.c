@@ -806,3 +806,19 @@ ycheck_uint(struct ycheck *x, const struct ynode *map, const char *parent,
 	}
 	*dst = (unsigned)v;
 }
+
+size_t
+ycheck_seq(struct ycheck *x, const struct ynode *seq, const char *path,
+    size_t max, const char *what)
+{
+	if (seq->kind != YNODE_SEQ) {
+		ycheck_err(x, seq->line, seq->col, "'%s' must be a list", path);
+		return 0;
+	}
+	if (seq->n > max) {
+		ycheck_err(x, seq->line, seq->col, "'%s' holds more than %zu %s",
+		    path, max, what);
+		return 0;
+	}
+	return seq->n;
+}

@@ -89,6 +89,13 @@ const char *yesc(const char *s, char *buf, size_t len);
 int	yparse_uint(const char *s, unsigned long long max,
 	    unsigned long long *out);
 /*
+ * seq as a list of at most max items (what: what they are, for the
+ * message): its length, or 0 when it is empty or not such a list (the
+ * error reported, as "'PATH' must be a list").
+ */
+size_t	ycheck_seq(struct ycheck *x, const struct ynode *seq, const char *path,
+	    size_t max, const char *what);
+/*
  * The integer at key of map (absent: *dst unchanged) into *dst, within
  * lo..hi; errors name it "PARENT.KEY".
  */
