@@ -14,6 +14,7 @@
 #include <sodium.h>
 
 #include "util/err.h"
+#include "util/jsonmem.h"
 #include "util/log.h"
 #include "conf/config.h"
 #include "conf/policy.h"
@@ -213,6 +214,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "sluiced: libsodium cannot start\n");
 		return 1;
 	}
+	jsonmem_wipe_on_free();	/* before any JSON: answers hold tokens */
 	if (evthread_use_pthreads() != 0) {
 		fprintf(stderr, "sluiced: libevent has no thread support\n");
 		return 1;

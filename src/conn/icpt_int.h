@@ -548,8 +548,9 @@ int	icpt_tokens(struct icpt *ic, const struct intercept_rule *rule,
 	    struct inject_token *toks, const struct secret **secs, size_t *n,
 	    int ka_close);
 /*
- * The table's key of src's token, minted from s, for c's sandbox and
- * policy: "SANDBOX\nPOLICY\nDIGEST\nSOURCE\nSECRET@VERSION:FP"; 0, or -1
+ * The table's key of src's token, minted from s, for c's sandbox (its id
+ * and registration) and policy:
+ * "SANDBOX\nSERIAL\nPOLICY\nDIGEST\nSOURCE\nSECRET@VERSION:FP"; 0, or -1
  * when it does not fit.
  */
 int	icpt_token_key(const struct conn *c, const struct mint_source *src,

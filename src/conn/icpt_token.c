@@ -63,9 +63,11 @@ icpt_token_key(const struct conn *c, const struct mint_source *src,
 {
 	int n;
 
-	n = snprintf(out, MINT_KEY_MAX, "%s\n%s\n%s\n%s\n%s@%llu:%s",
-	    c->sb != NULL ? c->sb->id : "", c->policy_name, src->digest,
-	    src->name, s->name, (unsigned long long)s->version, s->fp);
+	n = snprintf(out, MINT_KEY_MAX, "%s\n%llu\n%s\n%s\n%s\n%s@%llu:%s",
+	    c->sb != NULL && c->sb->id != NULL ? c->sb->id : "",
+	    c->counter != NULL ? (unsigned long long)c->counter->serial : 0,
+	    c->policy_name, src->digest, src->name, s->name,
+	    (unsigned long long)s->version, s->fp);
 	return n > 0 && n < MINT_KEY_MAX ? 0 : -1;
 }
 

@@ -180,6 +180,38 @@ body_cb(void *arg, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/*
+ * What mt says, checked: its expiry, kept a day at most (a token is
+ * minted again at least that often), and long enough to be used at all;
+ * NULL with why.
+ */
+static struct mtoken *
+token_of(struct minter *m, const char *tok, struct mint_token *mt,
+    time_t now, char *why, size_t whycap)
+{
+	struct mtoken *t;
+	int64_t exp = mt->expires_at;
+
+	if (exp - (int64_t)now > MINT_MAX_KEEP_S)
+		exp = (int64_t)now + MINT_MAX_KEEP_S;
+	if (exp - (int64_t)now <= MINT_SKEW_S) {
+		/* It would never be used: every request would mint again. */
+		snprintf(why, whycap, "the token endpoint gave a token that "
+		    "lives %d s or less", MINT_SKEW_S);
+		return NULL;
+	}
+	if ((t = mtoken_new(tok, mt->len, (int64_t)now, exp)) == NULL) {
+		snprintf(why, whycap, "out of guarded memory");
+		return NULL;
+	}
+	if (mt->rotated)
+		log_warnx("mint", "token '%s' of policy %s: the endpoint gave a "
+		    "new refresh token, which sluice does not keep: seal it, or "
+		    "turn rotation off for this client", m->src->name,
+		    m->policy);
+	return t;
+}
+
 /* The answer is whole: its token, or why not. */
 static void
 answered(struct minter *m)
@@ -194,15 +226,8 @@ answered(struct minter *m)
 		return;
 	}
 	if (mint_answer(m->src->kind, m->status, (const char *)m->body,
-	    m->blen, now, tok, &mt, why, sizeof(why)) != 0)
-		;	/* why says */
-	else if (mt.expires_at - (int64_t)now <= MINT_SKEW_S)
-		/* It would never be used: every request would mint again. */
-		snprintf(why, sizeof(why), "the token endpoint gave a token "
-		    "that lives %d s or less", MINT_SKEW_S);
-	else if ((t = mtoken_new(tok, mt.len, (int64_t)now,
-	    mt.expires_at)) == NULL)
-		snprintf(why, sizeof(why), "out of guarded memory");
+	    m->blen, now, tok, &mt, why, sizeof(why)) == 0)
+		t = token_of(m, tok, &mt, now, why, sizeof(why));
 	sodium_free(tok);
 	sodium_memzero(m->body, m->blen);
 	m->blen = 0;
@@ -260,12 +285,15 @@ read_answer(struct minter *m)
 		ev = http_resps_feed(m->resp, data, len, &used, &h, &why);
 		switch (ev) {
 		case HTTP_RESP_HEAD:
+			/* A 1xx has no body: only the final answer's counts. */
 			m->status = (int)h->status;
 			m->chunked = framed_chunked(h);
 			dechunk_init(&m->dc);
+			sodium_memzero(m->body, m->blen);
+			m->blen = 0;
 			break;
 		case HTTP_RESP_NEED_MORE:
-			if (m->status != 0 && body(m, data, used) != 0)
+			if (m->status >= 200 && body(m, data, used) != 0)
 				return;
 			break;
 		case HTTP_RESP_END:

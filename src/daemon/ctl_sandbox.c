@@ -21,6 +21,7 @@
 #include "conf/replay.h"
 #include "keys/ca.h"
 #include "audit/audit.h"
+#include "loop/mintcache.h"
 #include "loop/state.h"
 #include "dns/dnsmem.h"
 #include "daemon/ctl_int.h"
@@ -816,6 +817,10 @@ delete_sandbox(struct daemon *d, const char *id, const struct ctl_req *q,
 	ca_free(cnt->ca);
 	cnt->ca = NULL;
 	pthread_mutex_unlock(&cnt->ca_mtx);
+	/* Its minted tokens too: no later sandbox of that id gets one. */
+	snprintf(why, sizeof(why), "%s\n%llu\n", id,
+	    (unsigned long long)cnt->serial);
+	mintcache_forget(d->mints, why);
 	sb_counter_unref(cnt);
 	dnsmem_forget(d->dnsmem, id);
 	ctl_audit(d, "sandbox_delete", q->uid, json_pack("{s:s, s:I}",

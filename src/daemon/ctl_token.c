@@ -57,12 +57,12 @@ static void
 add_entry(void *arg, const struct mint_info *in)
 {
 	struct listing *ls = arg;
-	char buf[MINT_KEY_MAX], *f[5], *at, *colon;
+	char buf[MINT_KEY_MAX], *f[6], *at, *colon;
 	json_t *o;
 
-	/* sandbox, policy, source digest, source, secret@version:fp */
-	if (ls->nomem || split_key(in->key, buf, sizeof(buf), f, 5) != 0 ||
-	    (at = strrchr(f[4], '@')) == NULL ||
+	/* sandbox, serial, policy, source digest, source, secret@version:fp */
+	if (ls->nomem || split_key(in->key, buf, sizeof(buf), f, 6) != 0 ||
+	    (at = strrchr(f[5], '@')) == NULL ||
 	    (colon = strchr(at, ':')) == NULL)
 		return;
 	*at++ = '\0';
@@ -70,9 +70,9 @@ add_entry(void *arg, const struct mint_info *in)
 	if (ls->sandbox != NULL && strcmp(ls->sandbox, f[0]) != 0)
 		return;
 	o = json_pack("{s:s?, s:s, s:s, s:s, s:s, s:I, s:s, s:I}",
-	    "sandbox", f[0][0] != '\0' ? f[0] : NULL, "policy", f[1],
-	    "source_digest", f[2], "source", f[3],
-	    "secret", f[4], "secret_version",
+	    "sandbox", f[0][0] != '\0' ? f[0] : NULL, "policy", f[2],
+	    "source_digest", f[3], "source", f[4],
+	    "secret", f[5], "secret_version",
 	    (json_int_t)strtoull(at, NULL, 10), "state", in->minting ?
 	    "minting" : in->failed_until != 0 ? "failed" : in->fp != NULL ?
 	    "ok" : "expired", "waiting", (json_int_t)in->waiters);

@@ -359,13 +359,32 @@ seconds_of(const json_t *x)
 	return v > 0 && v <= 366 * 86400 ? v : -1;
 }
 
-/* A token as an HTTP header may carry it: visible ASCII, no space. */
+/* One of RFC 6749 5.2's error codes (and 6750's invalid_token). */
+static int
+oauth_error(const char *s)
+{
+	static const char *const codes[] = { "invalid_request",
+	    "invalid_client", "invalid_grant", "unauthorized_client",
+	    "unsupported_grant_type", "invalid_scope", "invalid_token",
+	    "access_denied", "server_error", "temporarily_unavailable" };
+	size_t i;
+
+	for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		if (strcmp(s, codes[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * A token as an HTTP header may carry it: visible ASCII, no space, and
+ * short enough that every form of it is redacted (REDACT_MAX_ESCAPED).
+ */
 static int
 token_ok(const char *t, size_t n)
 {
 	size_t i;
 
-	if (n == 0 || n >= MINT_TOKEN_MAX)
+	if (n == 0 || n > MINT_TOKEN_LEN_MAX)
 		return 0;
 	for (i = 0; i < n; i++)
 		if ((unsigned char)t[i] <= 0x20 || (unsigned char)t[i] >= 0x7f)
@@ -389,8 +408,8 @@ mint_answer(enum mint_kind k, int status, const char *body, size_t len,
 		o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &err);
 	if (status < 200 || status > 299) {
 		x = json_is_object(o) ? json_object_get(o, "error") : NULL;
-		if (json_is_string(x) && token_ok(json_string_value(x),
-		    json_string_length(x)) && json_string_length(x) <= 64)
+		/* RFC 6749's codes alone: other text could carry anything. */
+		if (json_is_string(x) && oauth_error(json_string_value(x)))
 			snprintf(why, whycap, "the token endpoint answered %d "
 			    "(%s)", status, json_string_value(x));
 		else
@@ -438,6 +457,9 @@ mint_answer(enum mint_kind k, int status, const char *body, size_t len,
 	tok[tl] = '\0';
 	out->len = tl;
 	out->expires_at = exp;
+	/* A refresh grant's answer may rotate the refresh token: not kept. */
+	out->rotated = k == MINT_REFRESH_TOKEN &&
+	    json_is_string(json_object_get(o, "refresh_token"));
 	r = 0;
  done:
 	if (o != NULL) {

@@ -23,7 +23,8 @@ struct secret;
 
 #define MINT_REQ_MAX		(16u * 1024)	/* a whole request */
 #define MINT_ANSWER_MAX		(64u * 1024)	/* an answer's body */
-#define MINT_TOKEN_MAX		8192	/* a minted token */
+#define MINT_TOKEN_MAX		8192	/* a buffer for a token or assertion */
+#define MINT_TOKEN_LEN_MAX	4096	/* a minted token: REDACT_MAX_ESCAPED */
 #define MINT_ASSERTION_TTL	300	/* seconds an assertion lives */
 #define MINT_DEFAULT_TTL	300	/* an answer without expires_in */
 
@@ -41,6 +42,8 @@ long	mint_request(const struct mint_source *src, const struct secret *s,
 struct mint_token {
 	size_t		 len;		/* of the token, written to the caller's buffer */
 	int64_t		 expires_at;	/* unix seconds */
+	int		 rotated;	/* a refresh grant's answer carried a new
+					 * refresh token (which is not kept) */
 };
 
 /*

@@ -1,6 +1,8 @@
 /* mintcache.c: minted tokens shared by the workers (mintcache.h). */
 #include "autoconf.h"
 
+#include <sys/mman.h>
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,8 @@ struct mentry {
 	char		 key[MINT_KEY_MAX];
 	struct mtoken	*tok;		/* the last good one, or NULL */
 	int		 minting;	/* a caller was told to mint */
+	int		 forgotten;	/* its sandbox went: no token is kept */
+	int64_t		 used;		/* last asked for (unix seconds) */
 	int64_t		 failed_until;	/* the last mint failed: refused till then */
 	char		 why[MINT_WHY_MAX];
 	struct mint_waiter *waiters;
@@ -43,7 +47,14 @@ mtoken_new(const char *value, size_t len, int64_t now, int64_t expires_at)
 
 	if (len == 0 || fl == 0 || (t = calloc(1, sizeof(*t))) == NULL)
 		return NULL;
-	if ((t->mem = secmem_alloc(len + 1 + fl)) == NULL) {
+	/*
+	 * Guarded, and the token locked: its forms are locked too while
+	 * the limit allows (libsodium tries), but never at the token's cost:
+	 * they are many times its length.
+	 */
+	if ((t->mem = sodium_malloc(len + 1 + fl)) == NULL ||
+	    mlock(t->mem, len + 1) != 0) {
+		sodium_free(t->mem);
 		free(t);
 		return NULL;
 	}
@@ -53,7 +64,7 @@ mtoken_new(const char *value, size_t len, int64_t now, int64_t expires_at)
 	t->len = len;
 	if ((n = redact_forms(t->mem, len, t->mem + len + 1, fl, t->pats,
 	    REDACT_MAX_FORMS)) < 1) {
-		secmem_free(t->mem);
+		sodium_free(t->mem);
 		free(t);
 		return NULL;
 	}
@@ -78,7 +89,7 @@ mtoken_unref(struct mtoken *t)
 {
 	if (t == NULL || atomic_fetch_sub(&t->refs, 1) != 1)
 		return;
-	secmem_free(t->mem);
+	sodium_free(t->mem);	/* wipes, unlocks */
 	free(t);
 }
 
@@ -179,23 +190,36 @@ sweep(struct mintcache *mc, int64_t now)
 	}
 }
 
-/* Drops one idle entry to make room; 0, or -1 when none is. */
+/*
+ * Drops one entry to make room: an idle one, else the one asked for
+ * least lately that no request waits for (its token is minted again when
+ * it is wanted); 0, or -1 when every entry has a mint under way.
+ */
 static int
 evict(struct mintcache *mc, int64_t now)
 {
-	struct mentry **pp, *e;
+	struct mentry **pp, *e, **oldest = NULL;
 	size_t i;
 
 	for (i = 0; i < NBUCKETS; i++)
-		for (pp = &mc->b[i]; (e = *pp) != NULL; pp = &e->next)
+		for (pp = &mc->b[i]; (e = *pp) != NULL; pp = &e->next) {
 			if (idle(e, now)) {
-				*pp = e->next;
-				mtoken_unref(e->tok);
-				free(e);
-				mc->n--;
-				return 0;
+				oldest = pp;
+				goto drop;
 			}
-	return -1;
+			if (!e->minting && e->waiters == NULL &&
+			    (oldest == NULL || e->used < (*oldest)->used))
+				oldest = pp;
+		}
+	if (oldest == NULL)
+		return -1;
+ drop:
+	e = *oldest;
+	*oldest = e->next;
+	mtoken_unref(e->tok);
+	free(e);
+	mc->n--;
+	return 0;
 }
 
 static struct mentry *
@@ -251,8 +275,10 @@ mintcache_get(struct mintcache *mc, const char *key, int64_t now,
 	*tok = NULL;
 	pthread_mutex_lock(&mc->mu);
 	sweep(mc, now);
-	if ((e = find(mc, key, 1, now)) == NULL) {
-		snprintf(why, MINT_WHY_MAX, "too many minted tokens at once");
+	if ((e = find(mc, key, 1, now)) != NULL)
+		e->used = now;
+	if (e == NULL) {
+		snprintf(why, MINT_WHY_MAX, "too many tokens being minted at once");
 		r = MINT_FAILED;
 	} else if (usable(e, now, &early)) {
 		*tok = mtoken_ref(e->tok);
@@ -286,6 +312,11 @@ mintcache_done(struct mintcache *mc, const char *key, struct mtoken *tok,
 		return;
 	}
 	e->minting = 0;
+	if (tok != NULL && e->forgotten) {
+		mtoken_unref(tok);	/* its sandbox went while it was minted */
+		tok = NULL;
+		why = "the sandbox went";
+	}
 	if (tok != NULL) {
 		mtoken_unref(e->tok);
 		e->tok = tok;
@@ -349,6 +380,33 @@ mintcache_each(struct mintcache *mc, int64_t now,
 				in.why = e->why;
 			}
 			cb(arg, &in);
+		}
+	pthread_mutex_unlock(&mc->mu);
+}
+
+void
+mintcache_forget(struct mintcache *mc, const char *prefix)
+{
+	struct mentry **pp, *e;
+	size_t i, n = strlen(prefix);
+
+	pthread_mutex_lock(&mc->mu);
+	for (i = 0; i < NBUCKETS; i++)
+		for (pp = &mc->b[i]; (e = *pp) != NULL;) {
+			if (strncmp(e->key, prefix, n) != 0) {
+				pp = &e->next;
+				continue;
+			}
+			mtoken_unref(e->tok);
+			e->tok = NULL;
+			if (e->minting || e->waiters != NULL) {
+				e->forgotten = 1;	/* goes once idle */
+				pp = &e->next;
+				continue;
+			}
+			*pp = e->next;
+			free(e);
+			mc->n--;
 		}
 	pthread_mutex_unlock(&mc->mu);
 }

@@ -24,7 +24,9 @@
 
 #include "util/redact.h"
 
-#define MINT_MAX_ENTRIES	4096	/* tokens the table keeps at most */
+#define MINT_MAX_ENTRIES	4096	/* tokens the table keeps at most; past
+					 * it the one asked for least lately goes */
+#define MINT_MAX_KEEP_S		86400	/* a token is kept a day at most */
 #define MINT_KEY_MAX		512
 #define MINT_FAIL_HOLD_S	5
 #define MINT_SKEW_S		10	/* not used within this of its expiry */
@@ -95,6 +97,12 @@ struct mint_info {
  */
 void	mintcache_each(struct mintcache *mc, int64_t now,
 	    void (*cb)(void *arg, const struct mint_info *info), void *arg);
+
+/*
+ * Drops every token whose key starts with prefix (a sandbox that went),
+ * wiped; one being minted is not kept when its mint ends.
+ */
+void	mintcache_forget(struct mintcache *mc, const char *prefix);
 
 /* Whether w waits (is queued). */
 int	mintcache_waiting(struct mintcache *mc, const struct mint_waiter *w);

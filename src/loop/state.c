@@ -30,8 +30,11 @@ sb_counter_new(void)
 {
 	struct sb_counter *c;
 
+	static atomic_ullong next_serial = 1;
+
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return NULL;
+	c->serial = atomic_fetch_add(&next_serial, 1);
 	atomic_init(&c->refs, 1);
 	atomic_init(&c->conns, 0);
 	atomic_init(&c->conns_total, 0);

@@ -26,6 +26,11 @@ struct idkeys;
  */
 struct sb_counter {
 	atomic_uint	refs;
+	/*
+	 * This registration among every one of this process: a sandbox
+	 * deleted and registered again under its id is another.
+	 */
+	uint64_t	serial;
 	atomic_uint	conns;		/* open now, against limits.connections */
 	atomic_ullong	conns_total;	/* decided connections */
 	atomic_ullong	denied_total;	/* of which denied */

@@ -61,6 +61,8 @@
 #   tok_api           GET /v1/tokens, sluicectl token ls [SANDBOX]
 #   tok_reload        a reload that leaves a source as it was keeps its
 #                     token; one that changes it mints anew
+#   tok_delete        a deleted sandbox's tokens go with it; its id
+#                     registered again gets a token of its own
 #   daemon_*, leak_none  the same sluiced throughout, a clean end, a
 #                     verified trail; no secret value or minted token in
 #                     anything sluiced wrote or the sandbox received
@@ -975,6 +977,36 @@ check tok_audit tok_audit
 check tok_metrics tok_metrics
 check tok_api tok_api
 check tok_reload tok_reload
+
+# A sandbox deleted takes its tokens with it: none listed, and the sandbox
+# registered again under its id gets a token of its own, never the old one.
+tok_delete() {
+	local old n t
+	api GET '/v1/tokens?sandbox=box2'
+	old=$(jq -r '.tokens[] | select(.source == "svc") | .fingerprint' <<<"$out")
+	[ -n "$old" ] || { why="box2 holds no svc token to begin with: $(short "$out")"; return 1; }
+	api DELETE /v1/sandboxes/box2
+	[ "$st" = 200 ] || { why="deleting box2: $st $(short "$out")"; return 1; }
+	api GET '/v1/tokens?sandbox=box2'
+	[ "$(jq '.tokens | length' <<<"$out")" = 0 ] || { why="box2's tokens outlived it: $(short "$out")"; return 1; }
+	ep_get || return 1
+	n=$(ep_n issued svc-client)
+	api POST /v1/sandboxes '{"id":"box2","sources":["198.18.0.3","fd00:5c::1:3"],"policy":"tok"}'
+	[ "$st" = 201 ] || { why="registering box2 again: $st $(short "$out")"; return 1; }
+	jq -j .ca_pem <<<"$out" >"$BOX2_CA"
+	snap
+	NS_SB=$NS_SB2 BOX_CA=$BOX2_CA hc 'https://allowed.test/reflect?src=svc'
+	cwant 200 || return 1
+	ep_get || return 1
+	[ "$(ep_n issued svc-client)" = $((n + 1)) ] || { why="box2 registered again got no new token: $(ep_n issued svc-client) issued, want $((n + 1))"; return 1; }
+	t=$(tok_of svc-client $((n + 1)))
+	red_ok "$t" || return 1
+	up_got allowed-tls authorization "Bearer $t" || return 1
+	api GET '/v1/tokens?sandbox=box2'
+	[ "$(jq -r '.tokens[] | select(.source == "svc") | .fingerprint' <<<"$out")" != "$old" ] ||
+	    { why="box2 registered again holds the old token"; return 1; }
+}
+check tok_delete tok_delete
 
 # ================================================================ daemon and leaks
 

@@ -268,6 +268,9 @@ t_answers(void **state)
 		{ MINT_CLIENT_CREDENTIALS, 401, "{\"error\":\"invalid_client\"}",
 		    NULL, 0, "401 (invalid_client)" },
 		{ MINT_CLIENT_CREDENTIALS, 500, "not json", NULL, 0, "500" },
+		/* only RFC 6749's codes are repeated: other text may carry anything */
+		{ MINT_CLIENT_CREDENTIALS, 400, "{\"error\":\"leaked-s3cret\"}",
+		    NULL, 0, "answered 400" },
 		{ MINT_CLIENT_CREDENTIALS, 200, "{\"access_token\":\"a b\"}",
 		    NULL, 0, "usable" },
 		{ MINT_CLIENT_CREDENTIALS, 200, "{\"access_token\":\"a\","
@@ -280,6 +283,7 @@ t_answers(void **state)
 		    "expires_at" },
 	};
 	size_t i;
+	char big[MINT_TOKEN_LEN_MAX + 64];
 
 	(void)state;
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
@@ -289,13 +293,30 @@ t_answers(void **state)
 		if (c[i].tok == NULL) {
 			assert_int_equal(r, -1);
 			assert_non_null(strstr(why, c[i].why));
+			assert_null(strstr(why, "s3cret"));
 			continue;
 		}
 		assert_int_equal(r, 0);
 		assert_string_equal(tok, c[i].tok);
 		assert_int_equal(t.len, strlen(c[i].tok));
 		assert_int_equal(t.expires_at, c[i].exp);	/* NOW is 08:00Z */
+		assert_false(t.rotated);
 	}
+	/* a token every form of which is redacted: 4096 bytes at most */
+	for (i = 0; i < 2; i++) {
+		size_t n = MINT_TOKEN_LEN_MAX + i;
+
+		snprintf(big, sizeof(big), "{\"access_token\":\"");
+		memset(big + strlen(big), 'a', n);
+		snprintf(big + 17 + n, sizeof(big) - 17 - n, "\"}");
+		assert_int_equal(mint_answer(MINT_CLIENT_CREDENTIALS, 200, big,
+		    strlen(big), NOW, tok, &t, why, sizeof(why)), i == 0 ? 0 : -1);
+	}
+	/* a refresh token rotated by the answer is noticed (not kept) */
+	assert_int_equal(mint_answer(MINT_REFRESH_TOKEN, 200, "{\"access_token\":"
+	    "\"x\",\"refresh_token\":\"new\"}", 42, NOW, tok, &t, why,
+	    sizeof(why)), 0);
+	assert_true(t.rotated);
 }
 
 int

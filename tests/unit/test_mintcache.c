@@ -251,23 +251,75 @@ t_bound(void **state)
 		struct mint_waiter x = { .wake = wake_cb };
 
 		snprintf(key, sizeof(key), "k%d", i);
-		assert_int_equal(mintcache_get(mc, key, NOW, &x, &t, why),
+		assert_int_equal(mintcache_get(mc, key, NOW + i, &x, &t, why),
 		    MINT_START);
 		mintcache_cancel(mc, &x);
-		mintcache_done(mc, key, mtoken_new("v", 1, NOW, NOW + 100),
-		    NULL, NOW);
+		mintcache_done(mc, key, mtoken_new("v", 1, NOW, NOW + 100000),
+		    NULL, NOW + i);
 	}
-	/* full of good tokens: no room */
-	assert_int_equal(mintcache_get(mc, "one-more", NOW, &w[0], &t, why),
-	    MINT_FAILED);
-	assert_non_null(strstr(why, "too many"));
-	/* once they expire, their room is taken */
-	assert_int_equal(mintcache_get(mc, "one-more", NOW + 200, &w[0], &t,
+	/* full of good tokens: the one asked for least lately goes */
+	assert_int_equal(mintcache_get(mc, "one-more", NOW + 5000, &w[0], &t,
 	    why), MINT_START);
+	mintcache_cancel(mc, &w[0]);
+	assert_int_equal(mintcache_get(mc, "k1", NOW + 5001, &w[0], &t, why),
+	    MINT_HAVE);
+	mtoken_unref(t);
+	assert_int_equal(mintcache_get(mc, "k0", NOW + 5002, &w[0], &t, why),
+	    MINT_START);	/* k0 went for one-more (k2 for it) */
 	mintcache_cancel(mc, &w[0]);
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	assert_int_equal(mintcache_get(mc, big, NOW + 200, &w[1], &t, why),
+	assert_int_equal(mintcache_get(mc, big, NOW + 5003, &w[1], &t, why),
+	    MINT_FAILED);
+	mintcache_free(mc);
+
+	/* full of mints under way: none can go, the next is refused */
+	mc = mintcache_new();
+	for (i = 0; i < MINT_MAX_ENTRIES; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		assert_int_equal(mintcache_get(mc, key, NOW, &w[0], &t, why),
+		    MINT_START);
+		mintcache_cancel(mc, &w[0]);
+	}
+	assert_int_equal(mintcache_get(mc, "one-more", NOW, &w[0], &t, why),
+	    MINT_FAILED);
+	assert_non_null(strstr(why, "too many"));
+	mintcache_free(mc);
+}
+
+/* A sandbox that went: its tokens go, one being minted is not kept. */
+static void
+t_forget(void **state)
+{
+	struct mintcache *mc = mintcache_new();
+	struct mint_waiter w = { .wake = wake_cb }, w2 = { .wake = wake_cb },
+	    w3 = { .wake = wake_cb };
+	struct mtoken *t, *kept;
+	char why[MINT_WHY_MAX];
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(mintcache_get(mc, "sb\n1\nsvc", NOW, &w, &t, why),
+	    MINT_START);
+	kept = mtoken_new("a", 1, NOW, NOW + 3600);
+	mintcache_done(mc, "sb\n1\nsvc", mtoken_ref(kept), NULL, NOW);
+	assert_int_equal(mintcache_get(mc, "sb\n1\ngh", NOW, &w2, &t, why),
+	    MINT_START);
+	/* another registration of the same id: not forgotten with it */
+	assert_int_equal(mintcache_get(mc, "sb\n12\nsvc", NOW, &w3, &t, why),
+	    MINT_START);
+	mintcache_cancel(mc, &w3);
+	mintcache_forget(mc, "sb\n1\n");
+	assert_int_equal(atomic_load(&kept->refs), 1);	/* let go, wiped */
+	mtoken_unref(kept);
+	/* the mint under way ends: its token is not kept, its waiter woken */
+	atomic_store(&woken, 0);
+	mintcache_done(mc, "sb\n1\ngh", mtoken_new("b", 1, NOW, NOW + 3600),
+	    NULL, NOW);
+	assert_int_equal(atomic_load(&woken), 1);
+	mintcache_each(mc, NOW, count_cb, &n);
+	assert_int_equal(n, 2);		/* gh (failed, held) and sb 12 */
+	assert_int_equal(mintcache_get(mc, "sb\n1\ngh", NOW + 1, &w, &t, why),
 	    MINT_FAILED);
 	mintcache_free(mc);
 }
@@ -280,6 +332,7 @@ main(void)
 		cmocka_unit_test(t_refresh_and_expiry),
 		cmocka_unit_test(t_short_token),
 		cmocka_unit_test(t_sweep),
+		cmocka_unit_test(t_forget),
 		cmocka_unit_test(t_bound),
 	};
 
