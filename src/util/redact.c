@@ -13,11 +13,30 @@
  * the input.  Everything built from the patterns is wiped when it goes.
  *
  * While no match is under way the state is the root, and the input is
- * skipped up to the next pair of bytes that begins a pattern (or byte
- * that is one), to be emitted in one piece later; most bytes of a body
- * are spent there.  From the root, a byte that begins no pattern with
- * the next one leads nowhere the next byte alone would not, which is why
- * it can be skipped.
+ * skipped up to the next place where a pattern may begin, to be emitted
+ * in one piece later; most bytes of a body are spent there.  A byte may
+ * be skipped when no prefix of a pattern that begins there reaches a
+ * byte the scan has looked at: the automaton, had it stepped through it,
+ * would find the same matches, and be in the same state past that byte,
+ * as it does from the root after it.  The scans look at the bytes of
+ * this input only, so what is held back at its end is unchanged too.
+ * Two scans find such places:
+ *
+ * - With m, the shortest pattern, at least WM_MIN bytes long, a
+ *   multi-pattern Horspool (Wu-Manber) scan looks at windows of m bytes
+ *   that may be where a pattern begins, and hashes the last WM_B bytes of
+ *   each: a table built with the patterns says how far the window may
+ *   move before those bytes could line up with bytes among the first m
+ *   of some pattern, and the window moves that far (up to m - WM_B + 1).
+ *   Where it may not move, the first two bytes of the window are
+ *   checked against the pairs that begin a pattern; only then does the
+ *   automaton run.  The scan stops where a whole window no longer fits
+ *   in the input, and the pair scan takes the rest: no byte is skipped
+ *   on the strength of bytes the next feed has not given yet.
+ *
+ * - Otherwise (and for the last bytes of an input), the input is tested
+ *   pair by pair: a byte that begins no pattern with the next one leads
+ *   nowhere the next byte alone would not.
  */
 #include "autoconf.h"
 
@@ -33,6 +52,19 @@
 #include "util/redact.h"
 
 #define MARK_LEN	(sizeof(REDACT_MARK) - 1)
+
+/*
+ * The Wu-Manber shift table: 2^WM_BITS bytes (16 KiB), indexed by a hash
+ * of WM_B bytes.  The window is the shortest pattern's length, but at
+ * most WM_MAX_M bytes, so that a shift fits a byte.
+ */
+#define WM_B		3
+#define WM_BITS		14
+#define WM_SIZE		((size_t)1 << WM_BITS)
+#define WM_MIN		6		/* shorter windows: the pair scan (faster) */
+#define WM_TWO		8		/* windows an input needs for two scans */
+#define WM_MAX_M	(255 + WM_B - 1)
+_Static_assert(WM_B == 3, "wm_hash() takes 3 bytes");
 
 /* A trie state; 0 is the root, which is no state's child. */
 struct ac_state {
@@ -63,6 +95,15 @@ struct redactor {
 	uint8_t		 start[256];	/* 1 for a byte that begins a pattern */
 	size_t		 nstart;	/* such bytes */
 	uint8_t		 pair[8192];	/* bit c0 << 8 | c1: c0 c1 begins one */
+	/*
+	 * By wm_hash() of its last WM_B bytes, how far a window of wm_m
+	 * bytes may move: wm_m - WM_B + 1 at most, less where those bytes
+	 * (or bytes of the same hash) are among the first wm_m of a
+	 * pattern.  In use while wm_m != 0, and all zero otherwise: a zero
+	 * shift sends the window to the pair test, slow but never wrong.
+	 */
+	uint8_t		 shift[WM_SIZE];
+	size_t		 wm_m;		/* the window; 0: the pair scan only */
 	uint32_t	 cur;		/* held back: the bytes of this state */
 	uint64_t	 count;
 	enum rd_mode	 mode;
@@ -361,6 +402,9 @@ wipe(struct redactor *r)
 	sodium_memzero(r->root, sizeof(r->root));
 	sodium_memzero(r->start, sizeof(r->start));
 	sodium_memzero(r->pair, sizeof(r->pair));
+	if (r->wm_m != 0)
+		sodium_memzero(r->shift, sizeof(r->shift));
+	r->wm_m = 0;
 	r->npats = r->nst = r->nroot = r->nstart = 0;
 	r->cur = 0;
 }
@@ -397,6 +441,77 @@ pair_has(const struct redactor *r, uint8_t c0, uint8_t c1)
 	unsigned bit = (unsigned)c0 << 8 | c1;
 
 	return (r->pair[bit >> 3] >> (bit & 7)) & 1;
+}
+
+/*
+ * The WM_B bytes that end at p, as one load puts them in the low 24 bits
+ * of a word (from the input: p[-3] goes), or as a pattern's bytes make
+ * the same word one by one (nothing before p[-2] need be there).
+ */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define WM_GRAM(a, b, c)	((uint32_t)(a) << 16 | (uint32_t)(b) << 8 | (c))
+#define WM_LOAD_GRAM(w)		((w) & 0xffffff)
+#else
+#define WM_GRAM(a, b, c)	((uint32_t)(a) | (uint32_t)(b) << 8 | \
+				    (uint32_t)(c) << 16)
+#define WM_LOAD_GRAM(w)		((w) >> 8)
+#endif
+
+/* The shift table's index for a word of WM_B bytes. */
+static inline uint32_t
+wm_index(uint32_t g)
+{
+	return (g * 0x9e3779b1u) >> (32 - WM_BITS);
+}
+
+static inline uint32_t
+wm_hash(const uint8_t *p)
+{
+	uint32_t w;
+
+	memcpy(&w, p - 3, sizeof(w));
+	return wm_index(WM_LOAD_GRAM(w));
+}
+
+static inline uint32_t
+wm_hash_pat(const uint8_t *p)
+{
+	return wm_index(WM_GRAM(p[-2], p[-1], p[0]));
+}
+
+/*
+ * Builds the shift table for the patterns installed, when the shortest
+ * is long enough (the pair scan does otherwise).  A window of m bytes
+ * that ends with the WM_B bytes a pattern has at q < m begins m - 1 - q
+ * bytes before that pattern would there: moving it less passes no
+ * occurrence of it that holds those bytes, moving it that far may land
+ * on one.
+ */
+static void
+wm_build(struct redactor *r)
+{
+	const struct redact_pat *pat;
+	size_t m = SIZE_MAX, k, q, sh;
+	uint32_t h;
+
+	for (k = 0; k < r->npats; k++)
+		if (r->pats[k].len < m)
+			m = r->pats[k].len;
+	if (r->npats == 0 || m < WM_MIN)
+		return;
+	if (m > WM_MAX_M)
+		m = WM_MAX_M;
+	memset(r->shift, (int)(m - WM_B + 1), sizeof(r->shift));
+	for (k = 0; k < r->npats; k++) {
+		pat = &r->pats[k];
+		for (q = WM_B - 1; q < m; q++) {
+			h = wm_hash_pat(pat->p + q);
+			sh = m - 1 - q;
+			if (r->shift[h] > sh)
+				r->shift[h] = (uint8_t)sh;
+		}
+	}
+	r->wm_m = m;
 }
 
 /* The child of s by c, 0 none. */
@@ -529,6 +644,7 @@ redactor_reset(struct redactor *r, const struct redact_pat *pats, size_t n)
 	for (k = 0; k < n; k++)
 		insert(r, k);
 	link_failures(r);
+	wm_build(r);
 	r->mode = RD_READY;
 	return 0;
 }
@@ -591,6 +707,64 @@ skip(const struct redactor *r, const uint8_t *in, size_t i, size_t len)
 	return i;
 }
 
+/*
+ * How far the window that ends at e (in[e - m1 .. e], e >= 3 as
+ * wm_hash() wants) may move: its shift, 1 if that is 0 but its first two
+ * bytes begin no pattern (every pattern has two or more), or 0 if it
+ * may begin an occurrence.
+ */
+static inline size_t
+wm_shift(const struct redactor *r, const uint8_t *in, size_t e, size_t m1)
+{
+	size_t sh = r->shift[wm_hash(in + e)];
+
+	if (sh == 0 && !pair_has(r, in[e - m1], in[e - m1 + 1]))
+		sh = 1;
+	return sh;
+}
+
+/*
+ * As skip(), with the shift table first: the first byte at or after i
+ * that may begin an occurrence, or len.  A window of m = wm_m bytes moves
+ * by its shift, for an occurrence that began in the bytes it passes
+ * would have its first m bytes in the window, and so the last WM_B of
+ * them.  The scan stops where a window may begin an occurrence or no
+ * longer fits in the input: the pair scan takes the last m - 1 bytes or
+ * fewer, as what the next feed brings cannot be looked at yet.
+ *
+ * Each move waits on the loads of the one before, so two scans at once
+ * take little longer than one: on a long input, one scans the windows
+ * that begin before mid while the other scans on from mid.  The first
+ * one's stop comes first; where the second stopped stands once the
+ * first has passed mid.
+ */
+static size_t
+skip_wm(const struct redactor *r, const uint8_t *in, size_t i, size_t len)
+{
+	size_t m1 = r->wm_m - 1, a, b, sh, mid, found = SIZE_MAX;
+
+	if (len - i >= WM_TWO * (m1 + 1)) {
+		mid = i + (len - i) / 2;
+		for (a = i + m1, b = mid + m1; a - m1 < mid;) {
+			if ((sh = wm_shift(r, in, a, m1)) == 0)
+				return a - m1;
+			a += sh;
+			if (found != SIZE_MAX || b >= len)
+				continue;
+			if ((sh = wm_shift(r, in, b, m1)) == 0)
+				found = b - m1;
+			b += sh;
+		}
+		if (found != SIZE_MAX)
+			return found;
+		i = (a > b ? a : b) - m1;
+	}
+	for (a = i + m1; a < len; a += sh)
+		if ((sh = wm_shift(r, in, a, m1)) == 0)
+			return a - m1;
+	return skip(r, in, a - m1, len);
+}
+
 /* The bytes a state spells, which are the start of a pattern. */
 static const uint8_t *
 spelling(const struct redactor *r, uint32_t s)
@@ -629,7 +803,8 @@ redactor_feed(struct redactor *r, const uint8_t *in, size_t len,
 	pd.emit = emit;
 	pd.arg = arg;
 	while (i < len) {
-		if (s == 0 && (i = skip(r, in, i, len)) == len)
+		if (s == 0 && (i = r->wm_m != 0 ? skip_wm(r, in, i, len) :
+		    skip(r, in, i, len)) == len)
 			break;
 		s = step(r, s, in[i++]);
 		if ((m = r->st[s].match) == 0)
