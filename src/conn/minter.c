@@ -544,6 +544,10 @@ minter_start(struct loop *l, const struct minter_for *f)
 		return;
 	}
 	evtimer_add(m->deadline, &tv);
+	if (l->res == NULL) {
+		finish(m, NULL, "this worker has no resolver");
+		return;
+	}
 	r = resolve_name(l->res, m->src->host, 0, &ans, resolved_cb, m,
 	    &m->resolving);
 	if (r == 0)

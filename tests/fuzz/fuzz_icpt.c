@@ -361,6 +361,13 @@ make_secrets(void)
 	W.l.st = W.st;
 }
 
+static void
+count_entry(void *arg, const struct mint_info *in)
+{
+	(void)in;
+	(*(size_t *)arg)++;
+}
+
 /*
  * The inject-only policy's token, as if its worker had minted it: in the
  * table under the key a request of the sandbox looks for, so that no
@@ -378,6 +385,7 @@ mint_token(void)
 
 	memset(&c, 0, sizeof(c));
 	c.sb = &W.sb;
+	c.counter = W.counter;		/* the key names the registration */
 	snprintf(c.policy_name, sizeof(c.policy_name), "%s", W.pol[0]->name);
 	CHECK((W.l.mints = mintcache_new()) != NULL);
 	CHECK(icpt_token_key(&c, token_find(&W.pol[0]->tokens, "svc", 3),
@@ -688,7 +696,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t *sb_buf;
 	struct run r;
-	size_t at = 1, n, steps = 0;
+	size_t at = 1, n, steps = 0, entries = 0;
 	int policy, started = 0, i, k;
 
 	if (size < 1 || W.skip)
@@ -827,6 +835,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < 4; i++)
 		turn(&r);
 	CHECK(W.l.nconns == 0);
+	/* No request started a mint: each found the token put in at start. */
+	mintcache_each(W.l.mints, time(NULL), count_entry, &entries);
+	CHECK(entries == 1);
 	upool_free(W.l.upool);
 	W.l.upool = NULL;
 	event_base_loop(W.base, EVLOOP_NONBLOCK);
