@@ -12,6 +12,8 @@
 #include "conf/budget.h"
 #include "conf/tokensrc.h"
 
+#define POLICY_MAX_TOKEN_REFS	4	/* token sources one rule names */
+
 struct cidr_tree;
 struct nameset;
 
@@ -70,6 +72,12 @@ struct intercept_rule {
 	char		*client_cert;	/* pass, inject: the pem secret whose
 					 * key and chain are presented to the
 					 * upstream; NULL: none */
+	/*
+	 * inject: the token sources its templates name, each once, in the
+	 * policy's tokens (linked when it loads).
+	 */
+	const struct mint_source *tokens[POLICY_MAX_TOKEN_REFS];
+	size_t		 ntokens;
 	int		 allow_method_override;	/* pass, inject: a request may
 					 * carry X-HTTP-Method-Override and
 					 * the like (policy_request_refusal) */

@@ -21,8 +21,12 @@
 /* Parses the "intercept" list into p->intercepts (policy_intercept.c). */
 void	policy_parse_intercepts(struct ycheck *x, const struct ynode *root,
 	    struct policy *p);
-/* Every {{token:NAME}} of p's templates names a source of p->tokens. */
-void	policy_check_token_refs(struct ycheck *x, const struct policy *p);
+/*
+ * Every {{token:NAME}} of p's templates names a source of p->tokens: each
+ * rule's distinct sources go to its tokens[] (at most
+ * POLICY_MAX_TOKEN_REFS).
+ */
+void	policy_link_tokens(struct ycheck *x, struct policy *p);
 
 /* Splits a policy pattern into "*." and a name_from_policy() name. */
 static inline int

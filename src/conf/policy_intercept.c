@@ -145,24 +145,43 @@ policy_template_next(const char *s, struct tmpl_ref *ref)
 }
 
 void
-policy_check_token_refs(struct ycheck *x, const struct policy *p)
+policy_link_tokens(struct ycheck *x, struct policy *p)
 {
-	const struct intercept_rule *r;
+	const struct mint_source *src;
+	struct intercept_rule *r;
 	struct tmpl_ref ref;
 	const char *t;
-	size_t i, j;
+	size_t i, j, k;
 
 	for (i = 0; i < p->nintercepts; i++) {
 		r = &p->intercepts[i];
 		for (j = 0; j < r->ninject_set; j++)
 			for (t = r->inject_set[j].value; t != NULL &&
-			    (t = policy_template_next(t, &ref)) != NULL;)
-				if (ref.token && token_find(&p->tokens,
-				    ref.name, ref.len) == NULL)
+			    (t = policy_template_next(t, &ref)) != NULL;) {
+				if (!ref.token)
+					continue;
+				if ((src = token_find(&p->tokens, ref.name,
+				    ref.len)) == NULL) {
 					ycheck_err(x, r->line, 1, "intercept "
 					    "rule '%s': {{token:%.*s}} names no "
 					    "source of 'tokens'", r->name,
 					    (int)ref.len, ref.name);
+					continue;
+				}
+				for (k = 0; k < r->ntokens &&
+				    r->tokens[k] != src; k++)
+					;
+				if (k < r->ntokens)
+					continue;
+				if (r->ntokens == POLICY_MAX_TOKEN_REFS) {
+					ycheck_err(x, r->line, 1, "intercept "
+					    "rule '%s' names more than %d token "
+					    "sources", r->name,
+					    POLICY_MAX_TOKEN_REFS);
+					break;
+				}
+				r->tokens[r->ntokens++] = src;
+			}
 	}
 }
 

@@ -277,7 +277,7 @@ policy_walk(struct ycheck *x, const struct ynode *root, struct policy *p)
 		budget_list_parse(x, n, "budgets", &p->budgets);
 	if ((n = ynode_get(root, "tokens")) != NULL)
 		token_list_parse(x, n, &p->tokens);
-	policy_check_token_refs(x, p);
+	policy_link_tokens(x, p);
 }
 
 /*

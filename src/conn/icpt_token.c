@@ -98,7 +98,7 @@ icpt_tokens(struct icpt *ic, const struct intercept_rule *rule,
     int ka_close)
 {
 	struct conn *c = ic->c;
-	const struct mint_source *srcs[INJECT_MAX_TOKENS];
+	const struct mint_source *const *srcs = rule->tokens;
 	struct minter_for f;
 	struct mtoken *t;
 	const struct secret *s;
@@ -106,18 +106,14 @@ icpt_tokens(struct icpt *ic, const struct intercept_rule *rule,
 	size_t i, k;
 
 	*n = 0;
+	if (rule->ntokens == 0)
+		return 0;
 	if (c->l->mints == NULL) {
 		icpt_refuse(ic, 503, "unavailable", "token-unavailable",
 		    "sluice: this gateway mints no tokens", ka_close);
 		return -1;
 	}
-	k = inject_token_sources(rule, &c->pol->tokens, srcs,
-	    INJECT_MAX_TOKENS);
-	if (k > INJECT_MAX_TOKENS) {
-		icpt_refuse(ic, 500, "internal", "secret-too-large", "sluice: "
-		    "too many tokens for one request", ka_close);
-		return -1;
-	}
+	k = rule->ntokens;
 	ic->tok_wait.wake = token_wake;
 	ic->tok_wait.arg = ic;
 	for (i = 0; i < k; i++) {

@@ -195,29 +195,3 @@ inject_wrong_kind(const struct intercept_rule *rule,
 		}
 	return NULL;
 }
-
-size_t
-inject_token_sources(const struct intercept_rule *rule,
-    const struct token_list *tl, const struct mint_source **out, size_t max)
-{
-	const struct mint_source *t;
-	struct tmpl_ref ref;
-	const char *p;
-	size_t i, k, n = 0;
-
-	for (i = 0; i < rule->ninject_set; i++)
-		for (p = rule->inject_set[i].value; p != NULL &&
-		    (p = policy_template_next(p, &ref)) != NULL;) {
-			if (!ref.token ||
-			    (t = token_find(tl, ref.name, ref.len)) == NULL)
-				continue;
-			for (k = 0; k < n && out[k] != t; k++)
-				;
-			if (k < n)
-				continue;
-			if (n == max)
-				return max + 1;
-			out[n++] = t;
-		}
-	return n;
-}

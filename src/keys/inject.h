@@ -20,7 +20,7 @@ struct secret;
 struct secret_set;
 
 #define INJECT_MAX_SECRETS	4	/* distinct secrets one request gets */
-#define INJECT_MAX_TOKENS	4	/* distinct token sources one rule names */
+#define INJECT_MAX_TOKENS	POLICY_MAX_TOKEN_REFS	/* sources one rule names */
 #define INJECT_MAX_SWAPPED	16	/* header names a placeholder swap sets again */
 #define INJECT_MAX_ADD		(POLICY_MAX_INJECT + 1 + 2 * INJECT_MAX_SWAPPED)
 #define INJECT_BUF		(64u * 1024)	/* rendered values, together */
@@ -95,12 +95,5 @@ int	inject_add_used(struct inject *inj, const struct secret *s);
 const struct secret *inject_wrong_kind(const struct intercept_rule *rule,
 	    const struct secret_set *set);
 
-/*
- * The distinct token sources of tl that rule's templates name, into
- * out[0..max); their count, or max + 1 when there are more.
- */
-size_t	inject_token_sources(const struct intercept_rule *rule,
-	    const struct token_list *tl, const struct mint_source **out,
-	    size_t max);
 
 #endif

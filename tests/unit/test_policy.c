@@ -805,6 +805,12 @@ test_tokens(void **state)
 	    "installations/42/access_tokens");
 	assert_int_equal(t->port, 443);
 	assert_null(token_find(&p->tokens, "sv", 2));
+	/* the rule knows its sources, each once, when the policy loads */
+	assert_int_equal(p->intercepts[0].ntokens, 2);
+	assert_ptr_equal(p->intercepts[0].tokens[0],
+	    token_find(&p->tokens, "svc", 3));
+	assert_ptr_equal(p->intercepts[0].tokens[1],
+	    token_find(&p->tokens, "gh", 2));
 	/* What the source says, not where it stands: its digest. */
 	{
 		struct policy *p2, *p3;
@@ -884,6 +890,16 @@ test_tokens(void **state)
 	    "token_url: \"https://auth.test/app/installations/42/x\"}\n");
 	assert_int_equal(p->tokens.n, 1);
 	policy_free(p);
+	expect_error("name: p\n" TOK_ALLOW "tokens:\n"
+	    "  - {name: a, kind: jwt_bearer, client_id: c, secret: k, token_url: \"https://auth.test/\"}\n"
+	    "  - {name: b, kind: jwt_bearer, client_id: c, secret: k, token_url: \"https://auth.test/\"}\n"
+	    "  - {name: c, kind: jwt_bearer, client_id: c, secret: k, token_url: \"https://auth.test/\"}\n"
+	    "  - {name: d, kind: jwt_bearer, client_id: c, secret: k, token_url: \"https://auth.test/\"}\n"
+	    "  - {name: e, kind: jwt_bearer, client_id: c, secret: k, token_url: \"https://auth.test/\"}\n"
+	    "intercept:\n  - name: r\n    match: {host: api.test}\n"
+	    "    inject: {set: {x: \"{{token:a}}{{token:b}}{{token:a}}\", "
+	    "y: \"{{token:c}}{{token:d}}{{token:e}}\"}}\n",
+	    "intercept rule 'r' names more than 4 token sources");
 	expect_error("name: p\ntokens: {name: t}\n", "'tokens' must be a list");
 	expect_error(RULE("    match: {host: a.test}\n"
 	    "    inject: {set: {x: \"{{token:}}\"}}\n"),
