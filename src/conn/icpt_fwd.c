@@ -120,6 +120,7 @@ tok_forms(const char *tok, size_t len)
 		return NULL;
 	}
 	t->npats = (size_t)n;
+	t->pats_key = redact_serial();
 	return t;
 }
 

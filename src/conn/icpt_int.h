@@ -87,6 +87,7 @@ struct icpt_tok {
 	uint8_t		*mem;		/* the token and its forms */
 	struct redact_pat pats[REDACT_MAX_FORMS];
 	size_t		 npats;
+	uint64_t	 pats_key;	/* their name: redact_serial() */
 };
 
 /*

@@ -27,7 +27,6 @@
 #include "util/ascii.h"
 #include "util/log.h"
 #include "util/metrics.h"
-#include "util/freelist.h"
 #include "util/redact.h"
 #include "parse/httphead.h"
 #include "parse/dechunk.h"
@@ -40,15 +39,26 @@
 #include "conn/conn_int.h"
 #include "conn/icpt_int.h"
 
-/* Adds forms[0..nforms) to pats[*n..]; -1 when they do not fit. */
+/* The patterns one answer is searched for, and the names of their lists. */
+struct req_pats {
+	struct redact_pat p[REDACT_MAX_PATTERNS];
+	size_t		 n;
+	uint64_t	 keys[REDACT_MAX_KEYS];
+	size_t		 nkeys;		/* over REDACT_MAX_KEYS: unnamed */
+};
+
+/* Adds the list forms[0..nforms), named key, to rp; -1 when it does not fit. */
 static int
-add_forms(struct redact_pat *pats, size_t *n, const struct redact_pat *forms,
-    size_t nforms)
+add_forms(struct req_pats *rp, const struct redact_pat *forms, size_t nforms,
+    uint64_t key)
 {
-	if (nforms > REDACT_MAX_PATTERNS - *n)
+	if (nforms > REDACT_MAX_PATTERNS - rp->n)
 		return -1;
-	memcpy(pats + *n, forms, nforms * sizeof(*forms));
-	*n += nforms;
+	memcpy(rp->p + rp->n, forms, nforms * sizeof(*forms));
+	rp->n += nforms;
+	if (rp->nkeys < REDACT_MAX_KEYS)
+		rp->keys[rp->nkeys] = key;
+	rp->nkeys++;
 	return 0;
 }
 
@@ -57,22 +67,24 @@ add_forms(struct redact_pat *pats, size_t *n, const struct redact_pat *forms,
  * when they are more than one redactor searches (never a form left out).
  */
 static int
-req_patterns(const struct icpt_req *r, struct redact_pat *pats, size_t *n)
+req_patterns(const struct icpt_req *r, struct req_pats *rp)
 {
 	size_t i;
 
-	*n = 0;
+	rp->n = rp->nkeys = 0;
 	for (i = 0; i < r->nsecrets; i++)
-		if (add_forms(pats, n, r->secrets[i]->forms,
-		    r->secrets[i]->nforms) != 0)
+		if (add_forms(rp, r->secrets[i]->forms, r->secrets[i]->nforms,
+		    r->secrets[i]->forms_key) != 0)
 			return -1;
 	for (i = 0; i < r->nmtoks; i++)
-		if (add_forms(pats, n, r->mtoks[i]->pats,
-		    r->mtoks[i]->npats) != 0)
+		if (add_forms(rp, r->mtoks[i]->pats, r->mtoks[i]->npats,
+		    r->mtoks[i]->pats_key) != 0)
 			return -1;
-	if (r->tok != NULL && add_forms(pats, n, r->tok->pats,
-	    r->tok->npats) != 0)
+	if (r->tok != NULL && add_forms(rp, r->tok->pats, r->tok->npats,
+	    r->tok->pats_key) != 0)
 		return -1;
+	if (rp->nkeys > REDACT_MAX_KEYS)
+		rp->nkeys = 0;
 	return 0;
 }
 
@@ -160,13 +172,12 @@ int
 icpt_redact_head(struct icpt *ic, struct icpt_req *r,
     const struct http_resp_head *rh)
 {
-	struct redact_pat pats[REDACT_MAX_PATTERNS];
-	size_t npats;
+	struct req_pats rp;
 	int body = has_body(r, rh) && !rh->informational && rh->status != 101;
 	int chunked = find_header(rh, "transfer-encoding") != NULL;
 	int reframe = body && !rh->close_delimited;
 
-	if (req_patterns(r, pats, &npats) != 0) {
+	if (req_patterns(r, &rp) != 0) {
 		icpt_up_failed(ic, 502, "response-not-redactable", "the request "
 		    "got more credentials than one answer can be searched for");
 		return -1;
@@ -183,13 +194,14 @@ icpt_redact_head(struct icpt *ic, struct icpt_req *r,
 		return -1;
 	}
 	/*
-	 * A redactor of the loop's while the answer is under way, reset for
-	 * it: head, then body.
+	 * A redactor of the loop's while the answer is under way (built for
+	 * these secrets by an earlier answer, mostly), reset for it: head,
+	 * then body.
 	 */
-	if ((ic->red == NULL && (ic->red = freelist_get(&ic->c->l->reds)) ==
-	    NULL && (ic->red = redactor_new()) == NULL) ||
+	if ((ic->red == NULL && (ic->red = redpool_get(&ic->c->l->reds,
+	    rp.keys, rp.nkeys)) == NULL) ||
 	    (ic->red_buf == NULL && (ic->red_buf = evbuffer_new()) == NULL) ||
-	    redactor_reset(ic->red, pats, npats) != 0 ||
+	    redactor_reset_keyed(ic->red, rp.p, rp.n, rp.keys, rp.nkeys) != 0 ||
 	    redact_head(ic->red, rh, reframe, r->drop_cookies,
 	    ic->red_buf) != 0) {
 		icpt_end(ic, "out-of-memory");
@@ -285,13 +297,10 @@ icpt_redact_end(struct icpt *ic, struct icpt_req *r)
 		r->redacted_body += redactor_count(ic->red) - ic->red_base;
 	}
 	/*
-	 * What was built from the secrets goes with the answer, and the
-	 * redactor back to the loop: an idle connection holds none.
+	 * The redactor goes back to the loop, built, for the next answer
+	 * with these secrets: an idle connection holds none.
 	 */
-	if (ic->red != NULL && redactor_reset(ic->red, NULL, 0) == 0)
-		freelist_put(&c->l->reds, ic->red, loop_red_destroy);
-	else
-		redactor_free(ic->red);
+	redpool_put(&c->l->reds, c->l->base, ic->red);
 	ic->red = NULL;
 	if (r->redacted_head + r->redacted_body == 0)
 		return rc;

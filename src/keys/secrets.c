@@ -83,6 +83,7 @@ token_forms(struct secret *s)
 	if (n < 1)
 		return SL_ERR_INVALID;
 	s->nforms = (size_t)n;
+	s->forms_key = redact_serial();
 	sodium_mprotect_readonly(s->formmem);
 	return 0;
 }
@@ -115,6 +116,7 @@ secret_fill(struct secret *s, const struct sealed_secret *o,
 		if (n < 1)
 			return SL_ERR_INVALID;
 		s->nforms = (size_t)n;
+		s->forms_key = redact_serial();
 	}
 	sodium_mprotect_readonly(s->mem);
 	if (o->kind == SEALED_KIND_PEM &&

@@ -49,6 +49,7 @@ struct secret {
 	size_t		 value_len;
 	struct redact_pat forms[REDACT_MAX_FORMS];
 	size_t		 nforms;
+	uint64_t	 forms_key;	/* their name: redact_serial() */
 	struct pemkey	*pem;		/* a pem secret's key and certificates */
 	struct aws_creds *aws;		/* a json secret that is AWS credentials */
 	uint8_t		*formmem;	/* guarded: its session token's forms */

@@ -64,12 +64,6 @@ loop_resps_destroy(void *p)
 	http_resps_free(p);
 }
 
-void
-loop_red_destroy(void *p)
-{
-	redactor_free(p);
-}
-
 int
 loop_pipe_get(struct loop *l, int p[2])
 {
@@ -114,5 +108,5 @@ loop_caches_clear(struct loop *l)
 	freelist_clear(&l->qblocks, free);
 	freelist_clear(&l->reqs, loop_reqs_destroy);
 	freelist_clear(&l->resps, loop_resps_destroy);
-	freelist_clear(&l->reds, loop_red_destroy);
+	redpool_clear(&l->reds);
 }

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "util/freelist.h"
+#include "loop/redpool.h"
 #include "util/metrics.h"
 
 struct audit;
@@ -70,7 +71,7 @@ struct loop {
 	/* Kept for interception's requests under way (icpt.c). */
 	struct freelist		 qblocks;	/* request queues */
 	struct freelist		 reqs, resps;	/* HTTP parsers */
-	struct freelist		 reds;		/* redactors */
+	struct redpool		 reds;		/* redactors, built */
 	/* Empty splice pipes of closed relays, for the next ones. */
 	int			 pipes[LOOP_PIPES][2];
 	size_t			 npipes;
@@ -106,7 +107,6 @@ void	loop_pipe_put(struct loop *l, int p[2]);
 /* The destructors of what the freelists keep, for freelist_put. */
 void	loop_reqs_destroy(void *p);
 void	loop_resps_destroy(void *p);
-void	loop_red_destroy(void *p);
 
 /* listen.c: accepting that fails (out of descriptors, say). */
 

@@ -69,6 +69,7 @@ mtoken_new(const char *value, size_t len, int64_t now, int64_t expires_at)
 		return NULL;
 	}
 	t->npats = (size_t)n;
+	t->pats_key = redact_serial();
 	crypto_generichash(d, sizeof(d), t->mem, len, NULL, 0);
 	sodium_bin2hex(t->fp, sizeof(t->fp), d, sizeof(d));
 	t->minted_at = now;

@@ -43,6 +43,7 @@ struct mtoken {
 	size_t		 len;
 	struct redact_pat pats[REDACT_MAX_FORMS];	/* for the redactor */
 	size_t		 npats;
+	uint64_t	 pats_key;	/* their name: redact_serial() */
 	char		 fp[17];	/* BLAKE2b, 8 bytes in hex: for the audit */
 	int64_t		 minted_at, expires_at;	/* unix seconds */
 };

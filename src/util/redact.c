@@ -107,6 +107,9 @@ struct redactor {
 	uint32_t	 cur;		/* held back: the bytes of this state */
 	uint64_t	 count;
 	enum rd_mode	 mode;
+	/* What the build is of, when its caller named it; nkeys 0: unnamed. */
+	uint64_t	 keys[REDACT_MAX_KEYS];
+	size_t		 nkeys;
 };
 
 /* ---- forms of a value ---------------------------------------------------- */
@@ -407,6 +410,7 @@ wipe(struct redactor *r)
 	r->wm_m = 0;
 	r->npats = r->nst = r->nroot = r->nstart = 0;
 	r->cur = 0;
+	r->nkeys = 0;
 }
 
 /* Room for need states; what was there is already wiped. */
@@ -415,13 +419,13 @@ reserve(struct redactor *r, size_t need)
 {
 	if (need <= r->cap)
 		return 0;
-	free(r->st);
-	free(r->queue);
+	sodium_free(r->st);
+	sodium_free(r->queue);
 	r->st = NULL;
 	r->queue = NULL;
 	r->cap = 0;
-	if ((r->st = malloc(need * sizeof(*r->st))) == NULL ||
-	    (r->queue = malloc(need * sizeof(*r->queue))) == NULL)
+	if ((r->st = sodium_allocarray(need, sizeof(*r->st))) == NULL ||
+	    (r->queue = sodium_allocarray(need, sizeof(*r->queue))) == NULL)
 		return SL_ERR_NOMEM;
 	r->cap = need;
 	return 0;
@@ -598,7 +602,11 @@ link_failures(struct redactor *r)
 struct redactor *
 redactor_new(void)
 {
-	return calloc(1, sizeof(struct redactor));
+	struct redactor *r;
+
+	if ((r = sodium_malloc(sizeof(*r))) != NULL)
+		sodium_memzero(r, sizeof(*r));
+	return r;
 }
 
 void
@@ -606,11 +614,47 @@ redactor_free(struct redactor *r)
 {
 	if (r == NULL)
 		return;
-	wipe(r);
-	free(r->st);
-	free(r->queue);
-	sodium_memzero(r, sizeof(*r));
-	free(r);
+	sodium_free(r->st);
+	sodium_free(r->queue);
+	sodium_free(r);		/* wipes it */
+}
+
+uint64_t
+redact_serial(void)
+{
+	static _Atomic uint64_t next = 1;
+
+	return next++;
+}
+
+int
+redactor_reset_keyed(struct redactor *r, const struct redact_pat *pats,
+    size_t n, const uint64_t *keys, size_t nkeys)
+{
+	int rv;
+
+	if (r->mode != RD_UNSET && nkeys > 0 && nkeys == r->nkeys &&
+	    n == r->npats && memcmp(keys, r->keys, nkeys * sizeof(*keys)) == 0) {
+		/* The same patterns: only the stream starts again. */
+		memcpy(r->pats, pats, n * sizeof(*pats));
+		r->cur = 0;
+		r->count = 0;
+		r->mode = RD_READY;
+		return 0;
+	}
+	if ((rv = redactor_reset(r, pats, n)) != 0 || nkeys > REDACT_MAX_KEYS)
+		return rv;
+	if (nkeys > 0)
+		memcpy(r->keys, keys, nkeys * sizeof(*keys));
+	r->nkeys = nkeys;
+	return 0;
+}
+
+int
+redactor_keyed(const struct redactor *r, const uint64_t *keys, size_t nkeys)
+{
+	return r->mode != RD_UNSET && nkeys > 0 && nkeys == r->nkeys &&
+	    memcmp(keys, r->keys, nkeys * sizeof(*keys)) == 0;
 }
 
 int

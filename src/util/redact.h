@@ -45,6 +45,7 @@
 #define REDACT_MAX_FORMS	26	/* patterns one value gives at most */
 #define REDACT_MIN_SHIFTED	8	/* shorter cores of shifted base64 are left out */
 #define REDACT_MAX_PATTERNS	128	/* patterns one redactor searches at once */
+#define REDACT_MAX_KEYS		16	/* names of a build, at most */
 
 /* A pattern: bytes the redactor does not own (they must outlive its use). */
 struct redact_pat {
@@ -82,7 +83,8 @@ typedef int	(*redact_emit)(void *arg, const uint8_t *p, size_t len);
 struct redactor;
 
 /*
- * NULL when out of memory.  A redactor refuses to feed until a
+ * NULL when out of memory.  Its tables are in guarded memory (they hold
+ * the patterns).  A redactor refuses to feed until a
  * redactor_reset() succeeds: a failed setup fails closed, never open.
  */
 struct redactor *redactor_new(void);
@@ -102,6 +104,26 @@ void	redactor_free(struct redactor *r);
  */
 int	redactor_reset(struct redactor *r, const struct redact_pat *pats,
 	    size_t n);
+
+/*
+ * A number never given before in this process: the name of a pattern
+ * list that never changes (a secret's forms), for redactor_reset_keyed().
+ */
+uint64_t redact_serial(void);
+
+/*
+ * As redactor_reset(), for patterns that are the lists named
+ * keys[0..nkeys) in that order: when the last build was of the same
+ * names, it is kept and only the stream starts again (the patterns must
+ * be the same bytes: a name stands for one unchanging list).  More than
+ * REDACT_MAX_KEYS names, or none, build as redactor_reset() does.  The
+ * build stays (in guarded memory) until the next reset, or the free.
+ */
+int	redactor_reset_keyed(struct redactor *r, const struct redact_pat *pats,
+	    size_t n, const uint64_t *keys, size_t nkeys);
+/* 1 when r's build is of keys[0..nkeys) (nkeys > 0), else 0. */
+int	redactor_keyed(const struct redactor *r, const uint64_t *keys,
+	    size_t nkeys);
 
 /*
  * Feeds in[0..len) and emits whatever can no longer be part of an

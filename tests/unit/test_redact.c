@@ -643,6 +643,77 @@ t_reset_same_patterns(void **st)
 	redactor_free(r);
 }
 
+/* Redacts in with r as it is reset, into o (emptied first). */
+static void
+run_keyed(struct redactor *r, const struct redact_pat *p, size_t n,
+    const uint64_t *keys, size_t nkeys, const char *in, struct out *o)
+{
+	o->len = 0;
+	assert_int_equal(redactor_reset_keyed(r, p, n, keys, nkeys), 0);
+	assert_int_equal(redactor_feed(r, (const uint8_t *)in, strlen(in),
+	    collect, o), 0);
+	assert_int_equal(redactor_flush(r, collect, o), 0);
+}
+
+/*
+ * A keyed reset keeps the build for the same names (held-back bytes and
+ * the count start again), and builds anew for other names, more names or
+ * none; serials are never given twice.
+ */
+static void
+t_reset_keyed(void **st)
+{
+	uint8_t one[] = "secret-one", two[] = "secret-two";
+	struct redact_pat p[2] = { { one, 10 }, { two, 10 } };
+	uint64_t k1 = redact_serial(), k2 = redact_serial(), keys[2];
+	struct redactor *r;
+	struct out o = { 0 };
+	static const char in[] = "a secret-one b secret-two c secret-";
+
+	(void)st;
+	assert_true(k1 != k2 && k1 != 0);
+	assert_non_null(r = redactor_new());
+	assert_false(redactor_keyed(r, &k1, 1));
+	run_keyed(r, p, 1, &k1, 1, in, &o);
+	assert_true(redactor_keyed(r, &k1, 1));
+	assert_false(redactor_keyed(r, &k2, 1));
+	assert_int_equal(redactor_count(r), 1);
+	assert_int_equal(o.len, strlen("a [REDACTED] b secret-two c secret-"));
+	assert_memory_equal(o.buf, "a [REDACTED] b secret-two c secret-", o.len);
+	/* Held back "secret-" then: a new stream must not start with it. */
+	o.len = 0;
+	assert_int_equal(redactor_reset_keyed(r, p, 1, &k1, 1), 0);
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"secret-",
+	    7, collect, &o), 0);
+	assert_int_equal(redactor_reset_keyed(r, p, 1, &k1, 1), 0);
+	o.len = 0;
+	assert_int_equal(redactor_feed(r, (const uint8_t *)"one", 3,
+	    collect, &o), 0);
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(redactor_count(r), 0);
+	assert_memory_equal(o.buf, "one", 3);
+	/* Two lists, two names: both found. */
+	keys[0] = k1;
+	keys[1] = k2;
+	run_keyed(r, p, 2, keys, 2, in, &o);
+	assert_int_equal(redactor_count(r), 2);
+	assert_memory_equal(o.buf, "a [REDACTED] b [REDACTED] c secret-", o.len);
+	/* Back to one name: the second list is not searched any more. */
+	run_keyed(r, p, 1, &k1, 1, in, &o);
+	assert_int_equal(redactor_count(r), 1);
+	/* No names: built each time, from the bytes there now. */
+	memcpy(one, "secret-two", 10);
+	run_keyed(r, p, 1, NULL, 0, in, &o);
+	assert_false(redactor_keyed(r, &k1, 1));
+	assert_memory_equal(o.buf, "a secret-one b [REDACTED] c secret-", o.len);
+	/* A failed reset leaves no build to keep. */
+	p[1].len = 0;
+	assert_int_not_equal(redactor_reset_keyed(r, p + 1, 1, &k1, 1), 0);
+	assert_false(redactor_keyed(r, &k1, 1));
+	out_free(&o);
+	redactor_free(r);
+}
+
 /* With no pattern, each feed is emitted at once, as is, in one piece. */
 static void
 t_passthrough(void **st)
@@ -860,6 +931,7 @@ main(void)
 		cmocka_unit_test(t_passthrough),
 		cmocka_unit_test(t_emit_stops),
 		cmocka_unit_test(t_reset_same_patterns),
+		cmocka_unit_test(t_reset_keyed),
 		cmocka_unit_test(t_count),
 		cmocka_unit_test(t_bad_setup_fails_closed),
 		cmocka_unit_test(t_buf_too_small),
