@@ -14,10 +14,9 @@
  * next; the step is the one way out (conn_close), and c with ic is freed
  * on the next loop turn, so nothing is freed under a caller.
  *
- * Both sides are libevent bufferevents: the sandbox's an OpenSSL filter
- * over its socket (the ClientHello we peeked is put back in front), the
- * upstream's an OpenSSL socket bufferevent.  Each side's buffered output
- * is bounded: past ICPT_HIGH the other side is no longer read (flow).
+ * Both sides are streams (loop/tstream.h): TLS right on the socket, the
+ * ClientHello we peeked read first.  Each side's buffered output is
+ * bounded: past ICPT_HIGH the other side is no longer read (flow).
  *
  * This file has the connection's life and the sandbox's side; the
  * requests are judged in icpt_req.c, the upstream is in icpt_up.c.
@@ -31,8 +30,6 @@
 #include <time.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -54,6 +51,7 @@
 #include "loop/loop.h"
 #include "loop/resolve.h"
 #include "loop/state.h"
+#include "loop/tstream.h"
 #include "loop/upool.h"
 #include "conn/conn.h"
 #include "conn/conn_int.h"
@@ -288,12 +286,7 @@ icpt_finish(struct icpt *ic)
 size_t
 icpt_down_queued(struct icpt *ic)
 {
-	struct bufferevent *under = bufferevent_get_underlying(ic->down);
-	size_t n = evbuffer_get_length(bufferevent_get_output(ic->down));
-
-	if (under != NULL)
-		n += evbuffer_get_length(bufferevent_get_output(under));
-	return n;
+	return tstream_queued(ic->down);
 }
 
 static void linger_cb(evutil_socket_t, short, void *);
@@ -305,14 +298,11 @@ static void linger_cb(evutil_socket_t, short, void *);
 static void
 linger_start(struct icpt *ic)
 {
-	struct bufferevent *under = bufferevent_get_underlying(ic->down);
-	evutil_socket_t fd = bufferevent_getfd(ic->down);
+	evutil_socket_t fd = tstream_fd(ic->down);
 	struct timeval tv = { ICPT_LINGER_MS / 1000,
 	    (ICPT_LINGER_MS % 1000) * 1000 };
 
-	bufferevent_disable(ic->down, EV_READ | EV_WRITE);
-	if (under != NULL)
-		bufferevent_disable(under, EV_READ | EV_WRITE);
+	tstream_quiet(ic->down);
 	if (fd < 0 || shutdown(fd, SHUT_WR) != 0 ||
 	    (ic->linger = event_new(ic->c->l->base, fd, EV_READ | EV_PERSIST,
 	    linger_cb, ic)) == NULL || event_add(ic->linger, &tv) != 0) {
@@ -356,31 +346,13 @@ linger_step(struct icpt *ic)
 static void
 flush_step(struct icpt *ic)
 {
-	struct bufferevent *under = bufferevent_get_underlying(ic->down);
-	SSL *ssl;
-
-	if (ic->rs == RS_FLUSH &&
-	    evbuffer_get_length(bufferevent_get_output(ic->down)) == 0) {
-		if (ic->rq != RQ_HANDSHAKE &&
-		    (ssl = bufferevent_openssl_get_ssl(ic->down)) != NULL)
-			SSL_shutdown(ssl);
+	if (ic->rs == RS_FLUSH && tstream_queued(ic->down) == 0) {
+		if (ic->rq != RQ_HANDSHAKE)
+			tstream_close_notify(ic->down);
 		icpt_rs_set(ic, RS_DRAIN);
 	}
-	if (ic->rs == RS_DRAIN && (under == NULL ||
-	    evbuffer_get_length(bufferevent_get_output(under)) == 0))
+	if (ic->rs == RS_DRAIN && tstream_queued(ic->down) == 0)
 		linger_start(ic);
-}
-
-/* Turns reading of b on or off, as want says. */
-static void
-bev_read(struct bufferevent *b, int want)
-{
-	int on = (bufferevent_get_enabled(b) & EV_READ) != 0;
-
-	if (want && !on)
-		bufferevent_enable(b, EV_READ);
-	else if (!want && on)
-		bufferevent_disable(b, EV_READ);
 }
 
 /*
@@ -391,13 +363,10 @@ bev_read(struct bufferevent *b, int want)
 static void
 flow(struct icpt *ic)
 {
-	/* What is queued for the sandbox always goes (an EOF stops it). */
-	if (!(bufferevent_get_enabled(ic->down) & EV_WRITE))
-		bufferevent_enable(ic->down, EV_WRITE);
-	bev_read(ic->down, rq_reads(ic->rq) && ic->rs < RS_FLUSH &&
+	tstream_read(ic->down, rq_reads(ic->rq) && ic->rs < RS_FLUSH &&
 	    icpt_up_queued(ic) <= ICPT_HIGH);
 	if (ic->up != NULL)
-		bev_read(ic->up, icpt_rs_reads(ic->rs) &&
+		tstream_read(ic->up, icpt_rs_reads(ic->rs) &&
 		    icpt_down_queued(ic) <= ICPT_HIGH);
 }
 
@@ -410,22 +379,22 @@ down_events(struct icpt *ic)
 	unsigned long e;
 
 	ic->down_ev = 0;
-	if (what & BEV_EVENT_CONNECTED) {
+	if (what & TSTREAM_CONNECTED) {
 		icpt_rq_set(ic, RQ_HEAD);
 		evtimer_del(c->timer);
 		conn_arm_timer(c, c->l->cfg->timeouts.idle);
-		what &= ~BEV_EVENT_CONNECTED;
+		what &= ~TSTREAM_CONNECTED;
 	}
 	if (what == 0)
 		return;
 	if (ic->rq == RQ_HANDSHAKE) {
-		e = bufferevent_get_openssl_error(ic->down);
+		e = tstream_ssl_error(ic->down);
 		log_debug("icpt", "%p handshake with the sandbox failed: %s",
 		    (void *)c, e ? ERR_reason_error_string(e) : "closed");
 		icpt_end(ic, "client-tls-failed");
 		return;
 	}
-	if ((what & BEV_EVENT_EOF) && ic->qn > 0 && (ic->rq == RQ_HEAD ||
+	if ((what & TSTREAM_EOF) && ic->qn > 0 && (ic->rq == RQ_HEAD ||
 	    ic->rq == RQ_UPGRADE || ic->rq == RQ_DONE)) {
 		/*
 		 * Half-closed after whole requests: they are answered, then
@@ -435,23 +404,23 @@ down_events(struct icpt *ic)
 		icpt_rq_set(ic, RQ_DONE);
 		return;
 	}
-	if ((what & BEV_EVENT_EOF) && ic->rq == RQ_REFUSED) {
+	if ((what & TSTREAM_EOF) && ic->rq == RQ_REFUSED) {
 		ic->refusal.close = 1;	/* the answers, the refusal, the end */
 		return;
 	}
-	if ((what & BEV_EVENT_EOF) && (ic->rq == RQ_HEAD ||
+	if ((what & TSTREAM_EOF) && (ic->rq == RQ_HEAD ||
 	    ic->rq == RQ_DONE) && icpt_down_queued(ic) > 0) {
 		icpt_finish(ic);	/* answered already: what is queued goes */
 		return;
 	}
 	/* The sandbox is gone or done: nothing more can reach it. */
-	icpt_end(ic, (what & BEV_EVENT_EOF) ? "client-closed" : "read-error");
+	icpt_end(ic, (what & TSTREAM_EOF) ? "client-closed" : "read-error");
 }
 
 void
 icpt_send_down(struct icpt *ic, const void *buf, size_t len)
 {
-	evbuffer_add(bufferevent_get_output(ic->down), buf, len);
+	evbuffer_add(tstream_output(ic->down), buf, len);
 }
 
 void
@@ -590,7 +559,7 @@ void
 icpt_abort(struct icpt *ic, const char *reason)
 {
 	struct linger lg = { 1, 0 };
-	evutil_socket_t fd = bufferevent_getfd(ic->down);
+	evutil_socket_t fd = tstream_fd(ic->down);
 
 	log_debug("icpt", "%p answer cut: %s", (void *)ic->c, reason);
 	if (ic->qn > 0) {
@@ -667,27 +636,8 @@ linger_cb(evutil_socket_t fd, short what, void *arg)
 	icpt_step(arg);
 }
 
-/*
- * The socket's queue shrank (from inside libevent's write path): a
- * closing connection may end once it is empty, and a paused upstream be
- * read again below half the bound, both on the next loop turn.
- */
 static void
-under_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
-    void *arg)
-{
-	struct icpt *ic = arg;
-
-	if (ic->rs == RS_CLOSED || info->n_deleted == 0)
-		return;
-	if (ic->rs == RS_DRAIN ? evbuffer_get_length(buf) == 0 :
-	    ic->up != NULL && !(bufferevent_get_enabled(ic->up) & EV_READ) &&
-	    icpt_down_queued(ic) <= ICPT_HIGH / 2)
-		event_active(ic->wake, EV_TIMEOUT, 0);
-}
-
-static void
-down_read_cb(struct bufferevent *bev, void *arg)
+down_read_cb(struct tstream *ts, void *arg)
 {
 	struct icpt *ic = arg;
 
@@ -695,14 +645,18 @@ down_read_cb(struct bufferevent *bev, void *arg)
 	icpt_step(ic);
 }
 
+/*
+ * Queued bytes went out and at most half the bound is left: a paused
+ * upstream may be read again, a closing connection end.
+ */
 static void
-down_write_cb(struct bufferevent *bev, void *arg)
+down_write_cb(struct tstream *ts, void *arg)
 {
 	icpt_step(arg);
 }
 
 static void
-down_event_cb(struct bufferevent *bev, short what, void *arg)
+down_event_cb(struct tstream *ts, short what, void *arg)
 {
 	struct icpt *ic = arg;
 
@@ -747,9 +701,13 @@ sandbox_tls(struct sb_counter *cnt, struct leafcache **lc, X509 **ca)
 	return r;
 }
 
-/* The server side of the sandbox's TLS, over the socket bufferevent. */
+/*
+ * The sandbox's socket as a stream, with the server side of its TLS when
+ * tls; the bytes read already go first.  On failure c->down keeps the
+ * socket unless it is SL_ERR_NOMEM.
+ */
 static int
-start_tls(struct icpt *ic)
+down_new(struct icpt *ic, int tls)
 {
 	struct conn *c = ic->c;
 	struct leafcache *lc;
@@ -757,6 +715,11 @@ start_tls(struct icpt *ic)
 	SSL *ssl = NULL;
 	int r;
 
+	if (!tls) {
+		ic->down = tstream_new(c->l->base, c->down.fd, NULL,
+		    TSTREAM_PLAIN);
+		goto made;
+	}
 	if (c->sb->id == NULL || (r = sandbox_tls(c->counter, &lc, &ca)) != 0)
 		return SL_ERR_DENIED;
 	r = tlsterm_ssl_new(c->l->tls_down, lc, c->name, mint_leaf,
@@ -767,17 +730,12 @@ start_tls(struct icpt *ic)
 		    c->name, err_str(r));
 		return r;
 	}
-	ic->down = bufferevent_openssl_filter_new(c->l->base, ic->under, ssl,
-	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-	if (ic->down == NULL) {
-		SSL_free(ssl);
+	ic->down = tstream_new(c->l->base, c->down.fd, ssl, TSTREAM_ACCEPT);
+made:
+	c->down.fd = -1;	/* the stream's, even when it failed */
+	if (ic->down == NULL ||
+	    tstream_prefix(ic->down, c->peek, c->peeklen) != 0)
 		return SL_ERR_NOMEM;
-	}
-	ic->under = NULL;	/* the filter frees it */
-	if (evbuffer_add_cb(bufferevent_get_output(bufferevent_get_underlying(
-	    ic->down)), under_out_cb, ic) == NULL)
-		return SL_ERR_NOMEM;
-	bufferevent_openssl_set_allow_dirty_shutdown(ic->down, 1);
 	return 0;
 }
 
@@ -805,72 +763,43 @@ icpt_start(struct conn *c)
 		return;
 	}
 	ic->c = c;
-	ic->under = bufferevent_socket_new(c->l->base, c->down.fd,
-	    BEV_OPT_CLOSE_ON_FREE);
-	/*
-	 * The bytes we read are put back in front of the socket's (a
-	 * bufferevent's input takes no appends from outside; its front does).
-	 */
-	if (ic->under == NULL || evbuffer_prepend(bufferevent_get_input(
-	    ic->under), c->peek, c->peeklen) != 0) {
+	if ((r = down_new(ic, tls)) != 0) {
 		icpt_free(ic);
-		conn_close(c, "out-of-memory");
+		if (c->down.fd < 0)
+			conn_close(c, "out-of-memory");
+		else
+			conn_deny(c, r == SL_ERR_DENIED ? "no-sandbox-ca" :
+			    "interception-failed", c->dec.rule);
 		return;
 	}
-	if (tls && (r = start_tls(ic)) != 0) {
-		bufferevent_setfd(ic->under, -1);	/* c->down keeps the socket */
-		icpt_free(ic);
-		conn_deny(c, r == SL_ERR_DENIED ? "no-sandbox-ca" :
-		    "interception-failed", c->dec.rule);
-		return;
-	}
-	/* The socket is libevent's from here on; our own events on it go. */
+	/* The socket is the stream's from here on; our own events on it go. */
 	event_del(c->down.rev);
 	event_del(c->down.wev);
-	c->down.fd = -1;
 	c->icpt = ic;
-	/* The peeked bytes are in the bufferevent now: the copy goes. */
+	/* The peeked bytes are the stream's now: the copy goes. */
 	free(c->peek);
 	c->peek = NULL;
 	c->peeklen = c->peekcap = 0;
 	if (!tls) {
-		ic->down = ic->under;
-		ic->under = NULL;
 		ic->rq = RQ_HEAD;
 		c->upport = 443;	/* the same server, over TLS */
 		c->updst = c->dst;
 	}
 	conn_set_state(c, CS_ICPT);
-	/*
-	 * Enabling may run the handshake on the peeked bytes at once: what
-	 * the callbacks record meanwhile waits for the step below.
-	 */
-	ic->busy = 1;
-	bufferevent_setcb(ic->down, down_read_cb, down_write_cb, down_event_cb,
+	tstream_setcb(ic->down, down_read_cb, down_write_cb, down_event_cb,
 	    ic);
-	bufferevent_setwatermark(ic->down, EV_WRITE, ICPT_HIGH / 2, 0);
-	bufferevent_enable(ic->down, EV_READ | EV_WRITE);
-	/* What was peeked is in already, and no more may come: start now. */
-	bufferevent_trigger(tls ? bufferevent_get_underlying(ic->down) :
-	    ic->down, EV_READ, BEV_TRIG_IGNORE_WATERMARKS);
-	ic->busy = 0;
+	tstream_set_wlow(ic->down, ICPT_HIGH / 2);
+	/*
+	 * The handshake runs on the peeked bytes on the next turn (no more
+	 * may come before it answers); plain HTTP's are in the input now.
+	 */
+	tstream_start(ic->down);
 	icpt_step(ic);
-}
-
-/* Clears our callbacks from b and stops it: nothing of ours runs again. */
-static void
-bev_quiet(struct bufferevent *b)
-{
-	if (b == NULL)
-		return;
-	bufferevent_setcb(b, NULL, NULL, NULL, NULL);
-	bufferevent_disable(b, EV_READ | EV_WRITE);
 }
 
 void
 icpt_close(struct icpt *ic)
 {
-	struct bufferevent *under;
 
 	if (ic->rs == RS_CLOSED)
 		return;
@@ -887,12 +816,7 @@ icpt_close(struct icpt *ic)
 		icpt_up_park(ic);
 	icpt_up_discard(ic);
 	icpt_rs_set(ic, RS_CLOSED);
-	if (ic->down != NULL &&
-	    (under = bufferevent_get_underlying(ic->down)) != NULL)
-		evbuffer_remove_cb(bufferevent_get_output(under), under_out_cb,
-		    ic);
-	bev_quiet(ic->down);
-	bev_quiet(ic->under);
+	tstream_quiet(ic->down);
 	if (ic->wake != NULL)
 		event_del(ic->wake);
 	if (ic->linger != NULL)
@@ -904,16 +828,12 @@ icpt_free(struct icpt *ic)
 {
 	if (ic == NULL)
 		return;
-	if (ic->up != NULL)
-		bufferevent_free(ic->up);
-	if (ic->down != NULL)
-		bufferevent_free(ic->down);
+	tstream_free(ic->up);
+	tstream_free(ic->down);
 	if (ic->wake != NULL)
 		event_free(ic->wake);
 	if (ic->linger != NULL)
 		event_free(ic->linger);
-	if (ic->under != NULL)
-		bufferevent_free(ic->under);
 	icpt_req_release(&ic->cur);
 	if (ic->q != NULL)
 		freelist_put(&ic->c->l->qblocks, ic->q, free);

@@ -19,7 +19,7 @@
 
 #include <sodium.h>
 
-struct bufferevent;
+struct tstream;
 struct conn;
 struct event;
 struct evbuffer;
@@ -172,9 +172,8 @@ struct icpt {
 	unsigned	 busy;
 	short		 down_ev, up_ev;	/* events of each side, not yet handled */
 	const char	*end_reason;	/* why it ends (static), in DONE */
-	struct bufferevent *under;	/* the sandbox's socket */
-	struct bufferevent *down;	/* TLS over it, towards the sandbox */
-	struct bufferevent *up;		/* TLS to the upstream, once needed */
+	struct tstream	*down;		/* the sandbox's socket (TLS, or plain) */
+	struct tstream	*up;		/* TLS to the upstream, once needed */
 	char		 up_tls[ICPT_TLS_KEY];	/* what it was made with (icpt_up_tls_key) */
 	struct http_reqs *reqs;
 	struct http_resps *resps;

@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <jansson.h>
 
 #include "util/ascii.h"
@@ -34,6 +33,7 @@
 #include "keys/secrets.h"
 #include "audit/audit.h"
 #include "loop/loop.h"
+#include "loop/tstream.h"
 #include "loop/state.h"
 #include "conn/conn.h"
 #include "conn/conn_int.h"
@@ -207,7 +207,7 @@ icpt_redact_head(struct icpt *ic, struct icpt_req *r,
 		icpt_end(ic, "out-of-memory");
 		return -1;
 	}
-	evbuffer_add_buffer(bufferevent_get_output(ic->down), ic->red_buf);
+	evbuffer_add_buffer(tstream_output(ic->down), ic->red_buf);
 	ic->red_base = redactor_count(ic->red);
 	r->redacted_head += ic->red_base;
 	if (!body)
@@ -222,7 +222,7 @@ static void
 send_redacted(struct icpt *ic)
 {
 	size_t n = evbuffer_get_length(ic->red_buf);
-	struct evbuffer *out = bufferevent_get_output(ic->down);
+	struct evbuffer *out = tstream_output(ic->down);
 
 	if (n == 0)
 		return;
@@ -290,7 +290,7 @@ icpt_redact_end(struct icpt *ic, struct icpt_req *r)
 		}
 		send_redacted(ic);
 		if (ic->red_mode != RED_CLOSE)
-			evbuffer_add(bufferevent_get_output(ic->down),
+			evbuffer_add(tstream_output(ic->down),
 			    "0\r\n\r\n", 5);
 		ic->red_mode = RED_OFF;
 		/* The count runs from the reset: the head's came first. */

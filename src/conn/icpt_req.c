@@ -13,7 +13,6 @@
 #include <time.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <jansson.h>
 #include <sodium.h>
@@ -32,6 +31,7 @@
 #include "audit/arec.h"
 #include "audit/audit.h"
 #include "loop/loop.h"
+#include "loop/tstream.h"
 #include "loop/state.h"
 #include "conn/conn.h"
 #include "conn/conn_int.h"
@@ -749,7 +749,7 @@ pumps(const struct icpt *ic, size_t len)
 void
 icpt_pump_requests(struct icpt *ic)
 {
-	struct evbuffer *in = bufferevent_get_input(ic->down);
+	struct evbuffer *in = tstream_input(ic->down);
 	const struct http_head *h;
 	const char *why;
 	enum http_ev ev;

@@ -16,8 +16,6 @@
 #include <string.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
@@ -32,6 +30,7 @@
 #include "loop/loop.h"
 #include "loop/resolve.h"
 #include "loop/state.h"
+#include "loop/tstream.h"
 #include "loop/upool.h"
 #include "conn/conn.h"
 #include "conn/conn_int.h"
@@ -58,7 +57,7 @@ icpt_up_out(struct icpt *ic)
 {
 	return up_ready(ic) && ic->audit_wait == 0 &&
 	    evbuffer_get_length(ic->held) == 0 ?
-	    bufferevent_get_output(ic->up) : ic->held;
+	    tstream_output(ic->up) : ic->held;
 }
 
 void
@@ -67,14 +66,14 @@ icpt_up_release(struct icpt *ic)
 	if (!up_ready(ic) || evbuffer_get_length(ic->held) == 0)
 		return;
 	if (ic->audit_wait == 0) {
-		evbuffer_add_buffer(bufferevent_get_output(ic->up), ic->held);
+		evbuffer_add_buffer(tstream_output(ic->up), ic->held);
 		ic->q_sent = ic->qn;
 		ic->held_free = 0;
 		return;
 	}
 	/* Older requests do not wait for a newer one's record. */
 	if (ic->held_free > 0) {
-		evbuffer_remove_buffer(ic->held, bufferevent_get_output(ic->up),
+		evbuffer_remove_buffer(ic->held, tstream_output(ic->up),
 		    ic->held_free);
 		ic->q_sent = ic->held_free_q;
 		ic->held_free = 0;
@@ -94,7 +93,7 @@ size_t
 icpt_up_queued(struct icpt *ic)
 {
 	return evbuffer_get_length(ic->held) + (ic->up != NULL ?
-	    evbuffer_get_length(bufferevent_get_output(ic->up)) : 0);
+	    evbuffer_get_length(tstream_output(ic->up)) : 0);
 }
 
 int
@@ -122,7 +121,7 @@ icpt_pins_ok(struct icpt *ic)
 
 	if (ic->npins == 0)
 		return 1;
-	return tlsup_check_peer(bufferevent_openssl_get_ssl(ic->up), ic->pins,
+	return tlsup_check_peer(tstream_ssl(ic->up), ic->pins,
 	    ic->npins, reason, sizeof(reason)) == 0;
 }
 
@@ -139,14 +138,14 @@ icpt_pins_set(struct icpt *ic, const struct intercept_rule *rule)
 			ic->npins++;
 }
 
-static void up_read_cb(struct bufferevent *, void *);
-static void up_write_cb(struct bufferevent *, void *);
-static void up_event_cb(struct bufferevent *, short, void *);
+static void up_read_cb(struct tstream *, void *);
+static void up_write_cb(struct tstream *, void *);
+static void up_event_cb(struct tstream *, short, void *);
 
 static void
-bev_free_cb(evutil_socket_t fd, short what, void *arg)
+up_free_cb(evutil_socket_t fd, short what, void *arg)
 {
-	bufferevent_free(arg);
+	tstream_free(arg);
 }
 
 void
@@ -156,12 +155,11 @@ icpt_up_discard(struct icpt *ic)
 	ic->resolving = NULL;
 	ic->up_ev = 0;
 	if (ic->up != NULL) {
-		bufferevent_setcb(ic->up, NULL, NULL, NULL, NULL);
-		bufferevent_disable(ic->up, EV_READ | EV_WRITE);
+		tstream_quiet(ic->up);
 		/* Next turn: a caller on the stack may still hold its buffers. */
-		if (event_base_once(ic->c->l->base, -1, EV_TIMEOUT, bev_free_cb,
+		if (event_base_once(ic->c->l->base, -1, EV_TIMEOUT, up_free_cb,
 		    ic->up, NULL) != 0)
-			bufferevent_free(ic->up);
+			tstream_free(ic->up);
 	}
 	ic->up = NULL;
 	if (ic->rs < RS_FLUSH)
@@ -229,19 +227,10 @@ up_connect(struct icpt *ic, const struct sl_addr *a, unsigned port)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int one = 1;
 
 	len = addr_to_sockaddr(a, (uint16_t)port, &ss);
-	if (bufferevent_socket_connect(ic->up, (struct sockaddr *)&ss,
-	    (int)len) != 0)
+	if (tstream_connect(ic->up, (struct sockaddr *)&ss, len) != 0)
 		return open_failed(ic, 502, "upstream-unreachable", NULL);
-	/*
-	 * A request written right after the handshake must not wait for
-	 * the upstream's delayed ACK (Nagle): 40 ms on Linux.
-	 */
-	setsockopt(bufferevent_getfd(ic->up), IPPROTO_TCP, TCP_NODELAY, &one,
-	    sizeof(one));
-	bufferevent_enable(ic->up, EV_READ | EV_WRITE);
 	return NULL;
 }
 
@@ -277,10 +266,6 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
 {
 	struct conn *c = ic->c;
 	const struct config *cfg = c->l->cfg;
-	struct timeval tv = { cfg->timeouts.connect / 1000,
-	    (cfg->timeouts.connect % 1000) * 1000 };
-	struct timeval idle = { cfg->timeouts.idle / 1000,
-	    (cfg->timeouts.idle % 1000) * 1000 };
 	struct resolve_answer ans;
 	int fwd = rule->action == ICPT_FORWARD, r;
 	struct tlsup_client client = { NULL, NULL };
@@ -300,11 +285,10 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
 	/* An idle connection this sandbox verified for this host will do. */
 	if ((ic->up = upool_get(c->l->upool, c->counter, ic->up_host,
 	    (uint16_t)ic->up_port, ic->up_tls)) != NULL) {
-		bufferevent_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb,
-		    ic);
-		bufferevent_set_timeouts(ic->up, &idle, &idle);
-		bufferevent_setwatermark(ic->up, EV_WRITE, ICPT_HIGH / 2, 0);
-		bufferevent_enable(ic->up, EV_READ | EV_WRITE);
+		tstream_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb, ic);
+		tstream_set_timeout(ic->up, cfg->timeouts.idle);
+		tstream_set_wlow(ic->up, ICPT_HIGH / 2);
+		tstream_read(ic->up, 1);
 		icpt_rs_set(ic, RS_READY);
 		c->upstream_used = 1;
 		if (!icpt_pins_ok(ic))
@@ -324,15 +308,12 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
 	    ic->up_host, 0, ic->up_port, cert != NULL ? &client : NULL,
 	    &ssl) != 0)
 		return open_failed(ic, 502, "upstream-tls-error", NULL);
-	ic->up = bufferevent_openssl_socket_new(c->l->base, -1, ssl,
-	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
-	if (ic->up == NULL) {
-		SSL_free(ssl);
+	if ((ic->up = tstream_new(c->l->base, -1, ssl,
+	    TSTREAM_CONNECT)) == NULL)
 		return open_failed(ic, 502, "upstream-tls-error", NULL);
-	}
-	bufferevent_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb, ic);
-	bufferevent_set_timeouts(ic->up, &tv, &tv);
-	bufferevent_setwatermark(ic->up, EV_WRITE, ICPT_HIGH / 2, 0);
+	tstream_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb, ic);
+	tstream_set_timeout(ic->up, cfg->timeouts.connect);
+	tstream_set_wlow(ic->up, ICPT_HIGH / 2);
 	icpt_rs_set(ic, RS_CONNECTING);
 	if (!fwd)
 		return up_connect(ic, &c->updst, c->upport);
@@ -356,8 +337,8 @@ up_idle(struct icpt *ic)
 	return ic->up != NULL && ic->rs == RS_READY && ic->qn == 0 &&
 	    icpt_resps_pending(ic) == 0 && ic->hold == NULL &&
 	    ic->audit_wait == 0 && evbuffer_get_length(ic->held) == 0 &&
-	    evbuffer_get_length(bufferevent_get_input(ic->up)) == 0 &&
-	    evbuffer_get_length(bufferevent_get_output(ic->up)) == 0;
+	    evbuffer_get_length(tstream_input(ic->up)) == 0 &&
+	    evbuffer_get_length(tstream_output(ic->up)) == 0;
 }
 
 void
@@ -397,13 +378,10 @@ icpt_up_park(struct icpt *ic)
 static void
 up_connected(struct icpt *ic)
 {
-	const struct config *cfg = ic->c->l->cfg;
-	struct timeval idle = { cfg->timeouts.idle / 1000,
-	    (cfg->timeouts.idle % 1000) * 1000 };
 	char reason[TLSUP_REASON_BUFSZ];
 
 	/* Chain and name were verified in the handshake; the rest here. */
-	if (tlsup_check_peer(bufferevent_openssl_get_ssl(ic->up), NULL, 0,
+	if (tlsup_check_peer(tstream_ssl(ic->up), NULL, 0,
 	    reason, sizeof(reason)) != 0) {
 		icpt_up_failed(ic, 502, "upstream-cert-invalid", reason);
 		return;
@@ -414,7 +392,7 @@ up_connected(struct icpt *ic)
 	}
 	icpt_rs_set(ic, RS_READY);
 	ic->c->upstream_used = 1;
-	bufferevent_set_timeouts(ic->up, &idle, &idle);
+	tstream_set_timeout(ic->up, ic->c->l->cfg->timeouts.idle);
 	icpt_up_release(ic);	/* what waited goes (unless its record waits) */
 }
 
@@ -423,12 +401,12 @@ static void
 up_handshake_failed(struct icpt *ic, short what)
 {
 	char reason[TLSUP_REASON_BUFSZ];
-	unsigned long e = bufferevent_get_openssl_error(ic->up);
+	unsigned long e = tstream_ssl_error(ic->up);
 
-	tlsup_handshake_reason(bufferevent_openssl_get_ssl(ic->up), e, reason,
+	tlsup_handshake_reason(tstream_ssl(ic->up), e, reason,
 	    sizeof(reason));
 	log_info("icpt", "%s: %s", ic->c->name, reason);
-	if (what & BEV_EVENT_TIMEOUT)
+	if (what & TSTREAM_TIMEOUT)
 		icpt_up_failed(ic, 504, "upstream-timeout", NULL);
 	else
 		icpt_up_failed(ic, 502, strncmp(reason, "upstream-cert-invalid",
@@ -447,7 +425,7 @@ up_ended(struct icpt *ic, short what)
 	const char *why;
 	enum icpt_rs was = ic->rs;
 
-	if ((what & BEV_EVENT_ERROR) && icpt_answer_started(ic)) {
+	if ((what & TSTREAM_ERROR) && icpt_answer_started(ic)) {
 		icpt_abort(ic, "upstream-reset");	/* a reset is no end */
 		return;
 	}
@@ -478,9 +456,9 @@ icpt_up_events(struct icpt *ic)
 		ic->up_ev = 0;
 		return;
 	}
-	if (what & BEV_EVENT_CONNECTED) {
-		ic->up_ev &= ~BEV_EVENT_CONNECTED;
-		what &= ~BEV_EVENT_CONNECTED;
+	if (what & TSTREAM_CONNECTED) {
+		ic->up_ev &= ~TSTREAM_CONNECTED;
+		what &= ~TSTREAM_CONNECTED;
 		up_connected(ic);
 		if (what == 0 || ic->up == NULL)
 			return;
@@ -490,7 +468,7 @@ icpt_up_events(struct icpt *ic)
 		up_handshake_failed(ic, what);
 		return;
 	}
-	if (what & BEV_EVENT_TIMEOUT) {
+	if (what & TSTREAM_TIMEOUT) {
 		ic->up_ev = 0;
 		if (ic->qn > 0)
 			icpt_up_failed(ic, 504, "upstream-timeout", NULL);
@@ -501,7 +479,7 @@ icpt_up_events(struct icpt *ic)
 	/* What came before the end is relayed first (it may wait for the sandbox). */
 	icpt_pump_responses(ic);
 	if (ic->up == NULL || ic->rs >= RS_FLUSH ||
-	    (evbuffer_get_length(bufferevent_get_input(ic->up)) > 0 &&
+	    (evbuffer_get_length(tstream_input(ic->up)) > 0 &&
 	    icpt_down_queued(ic) > ICPT_HIGH))
 		return;
 	ic->up_ev = 0;
@@ -511,7 +489,7 @@ icpt_up_events(struct icpt *ic)
 /* ---- the upstream's callbacks: they only dispatch ------------------- */
 
 static void
-up_event_cb(struct bufferevent *bev, short what, void *arg)
+up_event_cb(struct tstream *ts, short what, void *arg)
 {
 	struct icpt *ic = arg;
 
@@ -521,7 +499,7 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 }
 
 static void
-up_read_cb(struct bufferevent *bev, void *arg)
+up_read_cb(struct tstream *ts, void *arg)
 {
 	struct icpt *ic = arg;
 
@@ -531,7 +509,7 @@ up_read_cb(struct bufferevent *bev, void *arg)
 
 /* The upstream took our queued bytes: the sandbox may be read again. */
 static void
-up_write_cb(struct bufferevent *bev, void *arg)
+up_write_cb(struct tstream *ts, void *arg)
 {
 	icpt_step(arg);
 }
@@ -541,7 +519,7 @@ up_write_cb(struct bufferevent *bev, void *arg)
 void
 icpt_tunnel_down_to_up(struct icpt *ic)
 {
-	struct evbuffer *in = bufferevent_get_input(ic->down);
+	struct evbuffer *in = tstream_input(ic->down);
 	size_t n = evbuffer_get_length(in);
 
 	if (ic->up == NULL || n == 0 || icpt_up_queued(ic) > ICPT_HIGH)
@@ -660,10 +638,10 @@ icpt_pump_responses(struct icpt *ic)
 	 */
 	while (ic->up != NULL && icpt_rs_reads(ic->rs) &&
 	    ic->rs != RS_CONNECTING && (ic->rq != RQ_REFUSED || ic->qn > 0) &&
-	    ((len = evbuffer_get_length(bufferevent_get_input(ic->up))) > 0 ||
+	    ((len = evbuffer_get_length(tstream_input(ic->up))) > 0 ||
 	    ic->rs == RS_INFO || ic->rs == RS_BODY || ic->rs == RS_LAST)) {
-		in = bufferevent_get_input(ic->up);
-		out = bufferevent_get_output(ic->down);
+		in = tstream_input(ic->up);
+		out = tstream_output(ic->down);
 		if (icpt_down_queued(ic) > ICPT_HIGH)
 			return;		/* the sandbox reads slowly: flow() pauses */
 		if (ic->rs == RS_TUNNEL) {

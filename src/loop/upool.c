@@ -7,16 +7,16 @@
 #include <string.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "loop/state.h"
+#include "loop/tstream.h"
 #include "loop/upool.h"
 
 struct upool_entry {
 	TAILQ_ENTRY(upool_entry) link;	/* oldest first */
 	struct upool	*pool;
-	struct bufferevent *bev;
+	struct tstream	*ts;
 	struct sb_counter *owner;	/* a reference */
 	char		 host[256];
 	char		 tls[UPOOL_TLS_MAX];
@@ -44,61 +44,74 @@ upool_new(struct event_base *base)
 }
 
 static void
-entry_drop(struct upool_entry *e)
+free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	tstream_free(arg);
+}
+
+/* Frees e; its stream on the next turn when one of its callbacks runs. */
+static void
+entry_drop(struct upool_entry *e, int in_cb)
 {
 	TAILQ_REMOVE(&e->pool->idle, e, link);
 	e->pool->n--;
-	if (e->bev != NULL)
-		bufferevent_free(e->bev);
+	if (e->ts != NULL) {
+		tstream_quiet(e->ts);
+		if (!in_cb || event_base_once(e->pool->base, -1, EV_TIMEOUT,
+		    free_cb, e->ts, NULL) != 0)
+			tstream_free(e->ts);
+	}
 	sb_counter_unref(e->owner);
 	free(e);
 }
 
 /* A parked connection has nothing to say: anything from it ends it. */
 static void
-idle_read_cb(struct bufferevent *bev, void *arg)
+idle_read_cb(struct tstream *ts, void *arg)
 {
-	entry_drop(arg);
+	entry_drop(arg, 1);
 }
 
 static void
-idle_event_cb(struct bufferevent *bev, short what, void *arg)
+idle_event_cb(struct tstream *ts, short what, void *arg)
 {
-	entry_drop(arg);	/* closed, failed or idle too long */
+	entry_drop(arg, 1);	/* closed, failed or idle too long */
 }
 
 void
-upool_put(struct upool *p, struct bufferevent *bev, struct sb_counter *owner,
+upool_put(struct upool *p, struct tstream *ts, struct sb_counter *owner,
     const char *host, uint16_t port, const char *tls)
 {
-	struct timeval idle = { UPOOL_IDLE_S, 0 };
 	struct upool_entry *e;
 
 	if ((e = calloc(1, sizeof(*e))) == NULL) {
-		bufferevent_free(bev);
+		tstream_quiet(ts);
+		if (event_base_once(p->base, -1, EV_TIMEOUT, free_cb, ts,
+		    NULL) != 0)
+			tstream_free(ts);
 		return;
 	}
 	if (p->n == UPOOL_MAX)
-		entry_drop(TAILQ_FIRST(&p->idle));
+		entry_drop(TAILQ_FIRST(&p->idle), 0);
 	e->pool = p;
-	e->bev = bev;
+	e->ts = ts;
 	e->owner = sb_counter_ref(owner);
 	e->port = port;
 	snprintf(e->host, sizeof(e->host), "%s", host);
 	snprintf(e->tls, sizeof(e->tls), "%s", tls ? tls : "");
 	TAILQ_INSERT_TAIL(&p->idle, e, link);
 	p->n++;
-	bufferevent_setcb(bev, idle_read_cb, NULL, idle_event_cb, e);
-	bufferevent_set_timeouts(bev, &idle, NULL);
-	bufferevent_enable(bev, EV_READ);
+	tstream_setcb(ts, idle_read_cb, NULL, idle_event_cb, e);
+	tstream_set_timeout(ts, UPOOL_IDLE_S * 1000);
+	tstream_read(ts, 1);
 }
 
-struct bufferevent *
+struct tstream *
 upool_get(struct upool *p, const struct sb_counter *owner, const char *host,
     uint16_t port, const char *tls)
 {
 	struct upool_entry *e;
-	struct bufferevent *bev;
+	struct tstream *ts;
 
 	if (tls == NULL)
 		tls = "";
@@ -107,11 +120,11 @@ upool_get(struct upool *p, const struct sb_counter *owner, const char *host,
 		if (e->owner != owner || e->port != port ||
 		    strcmp(e->host, host) != 0 || strcmp(e->tls, tls) != 0)
 			continue;
-		bev = e->bev;
-		e->bev = NULL;
-		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
-		entry_drop(e);
-		return bev;
+		ts = e->ts;
+		e->ts = NULL;
+		tstream_setcb(ts, NULL, NULL, NULL, NULL);
+		entry_drop(e, 0);
+		return ts;
 	}
 	return NULL;
 }
@@ -128,6 +141,6 @@ upool_free(struct upool *p)
 	if (p == NULL)
 		return;
 	while (!TAILQ_EMPTY(&p->idle))
-		entry_drop(TAILQ_FIRST(&p->idle));
+		entry_drop(TAILQ_FIRST(&p->idle), 0);
 	free(p);
 }

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct bufferevent;
+struct tstream;
 struct event_base;
 struct sb_counter;
 struct upool;
@@ -28,12 +28,15 @@ struct upool;
 struct upool *upool_new(struct event_base *base);
 void	upool_free(struct upool *p);		/* accepts NULL */
 
-/* Parks bev (the pool owns it from here on). */
-void	upool_put(struct upool *p, struct bufferevent *bev,
+/*
+ * Parks ts (the pool owns it from here on; it is freed on a later loop
+ * turn when it goes, so a caller inside one of its callbacks is safe).
+ */
+void	upool_put(struct upool *p, struct tstream *ts,
 	    struct sb_counter *owner, const char *host, uint16_t port,
 	    const char *tls);
 /* A parked connection for exactly that, taken out of the pool, or NULL. */
-struct bufferevent *upool_get(struct upool *p, const struct sb_counter *owner,
+struct tstream *upool_get(struct upool *p, const struct sb_counter *owner,
 	    const char *host, uint16_t port, const char *tls);
 size_t	upool_count(const struct upool *p);
 
