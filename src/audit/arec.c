@@ -107,6 +107,16 @@ escape_cp(uint32_t cp, char *o)
 	return escape_cp(hi, o) + escape_cp(lo, o + 6);
 }
 
+/* Whether c is written as it is (printable ASCII but " and \\, and DEL). */
+static inline int
+plain(unsigned char c)
+{
+	static const uint64_t set[4] = {
+		0xfffffffb00000000ull, 0xffffffffefffffffull, 0, 0 };
+
+	return (int)(set[c >> 6] >> (c & 63) & 1);
+}
+
 /* Whether s[0..len) is longer than AUDIT_STR_MAX once made UTF-8. */
 static int
 too_long(const unsigned char *s, size_t len)
@@ -129,7 +139,7 @@ arec_json_str(char *out, size_t cap, size_t *off, const char *str,
     size_t len)
 {
 	const unsigned char *s = (const unsigned char *)str;
-	size_t o = *off, i = 0, u = 0, keep;
+	size_t o = *off, i = 0, u = 0, keep, n, run;
 	uint32_t cp;
 	int cut = too_long(s, len);
 
@@ -138,6 +148,23 @@ arec_json_str(char *out, size_t cap, size_t *off, const char *str,
 		return -1;
 	out[o++] = '"';
 	while (i < len) {
+		/* A run of bytes written as they are, at once. */
+		for (run = 0; i + run < len && plain(s[i + run]); run++)
+			;
+		if (run > 0) {
+			n = run < keep - u ? run : keep - u;
+			if (n == 0)
+				break;		/* cut at keep */
+			if (cap - o < n - 1 + ESC_MAX)
+				return -1;
+			memcpy(out + o, s + i, n);
+			o += n;
+			u += n;
+			i += n;
+			if (n < run)
+				break;		/* cut at keep */
+			continue;
+		}
 		cp = next_cp(s, len, &i);
 		if ((u += utf8_len(cp)) > keep)
 			break;

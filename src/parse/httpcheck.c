@@ -217,6 +217,28 @@ guard_byte(struct guard *g, uint8_t c)
 }
 
 /*
+ * How many bytes from the front of buf[0..len) stay in a name (G_NAME)
+ * or a value (G_VALUE) without a check failing or the state changing,
+ * within the limit; they are counted.
+ */
+static size_t
+run(struct guard *g, const uint8_t *buf, size_t len)
+{
+	size_t n = 0, room = g->total < g->limit ? g->limit - g->total : 0;
+
+	if (len > room)
+		len = room;
+	if (g->st == G_NAME)
+		while (n < len && is_tchar(buf[n]))
+			n++;
+	else
+		while (n < len && is_vbyte(buf[n]))	/* CR, LF, NUL are not */
+			n++;
+	g->total += n;
+	return n;
+}
+
+/*
  * Runs the head guard over buf until the head is complete (g->st ==
  * G_DONE) or a byte is refused (*why set).  Returns the number of bytes
  * that passed.
@@ -228,9 +250,18 @@ http_guard_scan(struct guard *g, const uint8_t *buf, size_t len,
 	size_t i;
 
 	*why = NULL;
-	for (i = 0; i < len && g->st != G_DONE; i++)
+	for (i = 0; i < len && g->st != G_DONE; i++) {
+		/*
+		 * Inside a name or a value, a run of the bytes that only
+		 * count goes at once (the limit still counted).
+		 */
+		if (g->st == G_VALUE || g->st == G_NAME)
+			i += run(g, buf + i, len - i);
+		if (i == len)
+			break;
 		if ((*why = guard_byte(g, buf[i])) != NULL)
 			break;
+	}
 	return i;
 }
 
