@@ -24,6 +24,7 @@
 
 #define TS_RECORD	16384	/* plaintext per SSL_write: one full record */
 #define TS_READ_TURN	(64 * 1024)	/* read per turn at most (fairness) */
+#define TS_RBUF		(64 * 1024)	/* TLS read-ahead: records per recv */
 
 enum ts_state {
 	TS_NEW,			/* not started */
@@ -47,6 +48,7 @@ struct tstream {
 	int		 wsched;	/* wev activated for queued bytes */
 	int		 read_on;
 	int		 eof;		/* the peer's end was read */
+	int		 wmore;		/* the record being sent is not the last */
 	struct evbuffer	*in, *out;
 	uint8_t		*pre;		/* the prefix (TLS): read first */
 	size_t		 pre_len, pre_off;
@@ -98,7 +100,8 @@ bio_write(BIO *b, const char *buf, int len)
 
 	BIO_clear_retry_flags(b);
 	do
-		r = send(ts->fd, buf, (size_t)len, MSG_NOSIGNAL);
+		r = send(ts->fd, buf, (size_t)len, MSG_NOSIGNAL |
+		    (ts->wmore ? MSG_MORE : 0));
 	while (r < 0 && errno == EINTR);
 	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		BIO_set_retry_write(b);
@@ -229,6 +232,7 @@ handshake_step(struct tstream *ts)
 {
 	int r, e;
 
+	ts->wmore = 0;
 	ERR_clear_error();
 	if ((r = SSL_do_handshake(ts->ssl)) == 1) {
 		ts->state = TS_OPEN;
@@ -302,6 +306,7 @@ read_some(struct tstream *ts, void *p, size_t len)
 	short what;
 
 	if (ts->ssl != NULL) {
+		ts->wmore = 0;		/* what it may write is alone */
 		ERR_clear_error();
 		if ((n = SSL_read(ts->ssl, p, (int)len)) > 0)
 			return (int)n;
@@ -410,6 +415,8 @@ write_some(struct tstream *ts)
 		len = TS_RECORD;
 	if ((p = evbuffer_pullup(ts->out, (ssize_t)len)) == NULL)
 		return -1;
+	/* Records that follow at once go in fewer, fuller segments. */
+	ts->wmore = evbuffer_get_length(ts->out) > len;
 	ERR_clear_error();
 	if ((r = SSL_write(ts->ssl, p, (int)len)) > 0) {
 		evbuffer_drain(ts->out, (size_t)r);
@@ -425,6 +432,7 @@ close_notify_step(struct tstream *ts)
 {
 	int r;
 
+	ts->wmore = 0;
 	ERR_clear_error();
 	if ((r = SSL_shutdown(ts->ssl)) >= 0) {
 		ts->state = TS_CLOSED;
@@ -570,6 +578,7 @@ tstream_new(struct event_base *base, int fd, SSL *ssl,
 	}
 	if (ssl != NULL) {
 		SSL_set_read_ahead(ssl, 1);
+		SSL_set_default_read_buffer_len(ssl, TS_RBUF);
 		SSL_set_mode(ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
 		    SSL_MODE_RELEASE_BUFFERS);
 		if (role == TSTREAM_ACCEPT)
