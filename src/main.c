@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +216,13 @@ main(int argc, char **argv)
 		return 1;
 	}
 	jsonmem_wipe_on_free();	/* before any JSON: answers hold tokens */
+	/*
+	 * TLS buffers are taken and given back with every request (an idle
+	 * connection holds none): keep the freed memory in the heap rather
+	 * than trim it (or map it) and fault it in again each time.
+	 */
+	mallopt(M_TRIM_THRESHOLD, 4 * 1024 * 1024);
+	mallopt(M_MMAP_THRESHOLD, 1024 * 1024);	/* fixed by the line above */
 	if (evthread_use_pthreads() != 0) {
 		fprintf(stderr, "sluiced: libevent has no thread support\n");
 		return 1;

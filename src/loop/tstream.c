@@ -49,6 +49,7 @@ struct tstream {
 	int		 read_on;
 	int		 eof;		/* the peer's end was read */
 	int		 wmore;		/* the record being sent is not the last */
+	int		 rshort;	/* the last recv got less than it asked */
 	struct evbuffer	*in, *out;
 	uint8_t		*pre;		/* the prefix (TLS): read first */
 	size_t		 pre_len, pre_off;
@@ -89,6 +90,7 @@ bio_read(BIO *b, char *buf, int len)
 	while (r < 0 && errno == EINTR);
 	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		BIO_set_retry_read(b);
+	ts->rshort = r > 0 && r < len;
 	return (int)r;
 }
 
@@ -316,6 +318,7 @@ read_some(struct tstream *ts, void *p, size_t len)
 	do
 		n = recv(ts->fd, p, len, 0);
 	while (n < 0 && errno == EINTR);
+	ts->rshort = n > 0 && (size_t)n < len;
 	if (n > 0)
 		return (int)n;
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -340,11 +343,19 @@ read_step(struct tstream *ts)
 			n = -(TSTREAM_ERROR | TSTREAM_READING);
 			break;
 		}
+		ts->rshort = 0;
 		if ((n = read_some(ts, v.iov_base, v.iov_len)) <= 0)
 			break;
 		v.iov_len = (size_t)n;
 		evbuffer_commit_space(ts->in, &v, 1);
 		got += (size_t)n;
+		/*
+		 * A recv that got less than it asked emptied the socket: the
+		 * next would only say EAGAIN (epoll tells of more).
+		 */
+		if (ts->rshort && (ts->ssl == NULL ||
+		    !SSL_has_pending(ts->ssl)))
+			break;
 	}
 	if (got > 0) {
 		touch(ts);
