@@ -19,6 +19,7 @@
 
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/sbuf.h"
 #include "util/metrics.h"
 #include "parse/httphead.h"
 #include "parse/httppath.h"
@@ -182,7 +183,7 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 
 	icpt_req_release(&ic->cur);
 	memset(&ic->cur, 0, sizeof(ic->cur));
-	snprintf(ic->cur.method, sizeof(ic->cur.method), "%s", h->method);
+	str_copy(ic->cur.method, sizeof(ic->cur.method), h->method);
 	ic->cur.start_ms = mono_ms();
 	log_escape(t, tlen, ic->cur.path, sizeof(ic->cur.path));
 	/* Every identity the request carries must be the TLS connection's. */
@@ -203,7 +204,7 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 		icpt_refuse(ic, 400, "refused", "bad-target", why, 1);
 		return NULL;
 	}
-	snprintf(ic->cur.path, sizeof(ic->cur.path), "%s", path);
+	str_copy(ic->cur.path, sizeof(ic->cur.path), path);
 	memset(&rq, 0, sizeof(rq));
 	rq.method = h->method;
 	rq.host = c->name;
@@ -224,7 +225,7 @@ judge(struct icpt *ic, const struct http_head *h, char *target,
 		    ka_close);
 		return NULL;
 	}
-	snprintf(ic->cur.rule, sizeof(ic->cur.rule), "%s", rule->label);
+	str_copy(ic->cur.rule, sizeof(ic->cur.rule), rule->label);
 	if ((refusal = policy_request_refusal(rule, &rq)) != NULL) {
 		icpt_refuse(ic, 403, "denied", refusal, "sluice: this rule "
 		    "does not let a request override its method", ka_close);

@@ -21,6 +21,7 @@
 
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/sbuf.h"
 #include "parse/httphead.h"
 #include "parse/httpresp.h"
 #include "conf/config.h"
@@ -278,10 +279,10 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
 		c->upport = c->dst_port;
 	}
 	/* A forward rule's requests go to its proxy, not to c's host. */
-	snprintf(ic->up_host, sizeof(ic->up_host), "%s", fwd ?
-	    rule->forward_host : c->name);
+	str_copy(ic->up_host, sizeof(ic->up_host), fwd ? rule->forward_host :
+	    c->name);
 	ic->up_port = fwd ? rule->forward_port : c->upport;
-	snprintf(ic->up_tls, sizeof(ic->up_tls), "%s", tls);
+	str_copy(ic->up_tls, sizeof(ic->up_tls), tls);
 	/* An idle connection this sandbox verified for this host will do. */
 	if ((ic->up = upool_get(c->l->upool, c->counter, ic->up_host,
 	    (uint16_t)ic->up_port, ic->up_tls)) != NULL) {

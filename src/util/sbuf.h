@@ -33,6 +33,19 @@ sbuf_str(struct sbuf *b, const char *s)
 	sbuf_add(b, s, strlen(s));
 }
 
+/*
+ * Copies src into dst[0..cap) (cap > 0) as snprintf(dst, cap, "%s", src)
+ * does: cut to fit and NUL-terminated; without its format parsing.
+ */
+static inline void
+str_copy(char *dst, size_t cap, const char *src)
+{
+	size_t n = strnlen(src, cap - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
 /* c as %XX, upper-case hex (RFC 3986 2.1). */
 static inline void
 sbuf_pct(struct sbuf *b, unsigned char c)
