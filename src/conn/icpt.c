@@ -48,6 +48,7 @@
 #include "keys/tlsterm.h"
 #include "audit/arec.h"
 #include "audit/audit.h"
+#include "loop/half.h"
 #include "loop/loop.h"
 #include "loop/resolve.h"
 #include "loop/state.h"
@@ -772,9 +773,11 @@ icpt_start(struct conn *c)
 			    "interception-failed", c->dec.rule);
 		return;
 	}
-	/* The socket is the stream's from here on; our own events on it go. */
-	event_del(c->down.rev);
-	event_del(c->down.wev);
+	/*
+	 * The socket is the stream's from here on: c's own events on it go
+	 * (an idle connection keeps nothing it no longer uses).
+	 */
+	half_reset(&c->down);
 	c->icpt = ic;
 	/* The peeked bytes are the stream's now: the copy goes. */
 	free(c->peek);
