@@ -44,7 +44,7 @@ struct http_head;
  */
 #define ICPT_PARK_MS		100
 #define ICPT_MAX_SECRETS	4	/* INJECT_MAX_SECRETS */
-#define ICPT_TLS_KEY		UPOOL_TLS_MAX
+#define ICPT_TLS_KEY		4352	/* CA path, name@fingerprint */
 /*
  * After our FIN, the sandbox's bytes are read and dropped until its own
  * FIN, for this long and this many bytes at most: closing a socket with
@@ -174,7 +174,7 @@ struct icpt {
 	const char	*end_reason;	/* why it ends (static), in DONE */
 	struct tstream	*down;		/* the sandbox's socket (TLS, or plain) */
 	struct tstream	*up;		/* TLS to the upstream, once needed */
-	char		 up_tls[ICPT_TLS_KEY];	/* what it was made with (icpt_up_tls_key) */
+	uint8_t		 up_tls[UPOOL_TLS_LEN];	/* the digest of what it was made with */
 	struct http_reqs *reqs;
 	struct http_resps *resps;
 	struct icpt_refusal refusal;
@@ -458,15 +458,17 @@ int	icpt_pins_ok(struct icpt *ic);
  * why it failed after answering the sandbox.
  */
 const char *icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
-	    const struct secret *cert, const char *tls);
+	    const struct secret *cert, const char *tls, const uint8_t *tls_d);
 /*
  * What an upstream connection for rule is made with, as one string: the
  * CA file it is verified by, a newline, and the client certificate it
  * presents (cert: "name@fingerprint"; NULL: none), so that a pooled or
- * kept connection is reused only for the same.
+ * kept connection is reused only for the same; and its digest, which is
+ * what a connection keeps of it.
  */
 void	icpt_up_tls_key(const struct intercept_rule *rule,
-	    const struct secret *cert, char out[ICPT_TLS_KEY]);
+	    const struct secret *cert, char out[ICPT_TLS_KEY],
+	    uint8_t digest[UPOOL_TLS_LEN]);
 /*
  * The upstream failed before answering the oldest request in the queue:
  * the sandbox gets status (detail may be NULL), the request its record,

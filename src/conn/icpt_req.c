@@ -421,6 +421,7 @@ icpt_prepare_up(struct icpt *ic, const struct http_head *h,
 	    ic->c->upport : ic->c->dst_port;
 	const struct secret *cert;
 	char tls[ICPT_TLS_KEY];
+	uint8_t tls_d[UPOOL_TLS_LEN];
 
 	/*
 	 * The answer is expected only once the head is committed
@@ -434,8 +435,8 @@ icpt_prepare_up(struct icpt *ic, const struct http_head *h,
 	}
 	if (client_cert(ic, rule, inj, &cert) != 0)
 		return -1;
-	icpt_up_tls_key(rule, cert, tls);
-	if (ic->up != NULL && (strcmp(ic->up_tls, tls) != 0 ||
+	icpt_up_tls_key(rule, cert, tls, tls_d);
+	if (ic->up != NULL && (memcmp(ic->up_tls, tls_d, UPOOL_TLS_LEN) != 0 ||
 	    strcmp(ic->up_host, host) != 0 || ic->up_port != port)) {
 		/*
 		 * Another upstream (a forward rule's proxy, another CA or
@@ -459,7 +460,7 @@ icpt_prepare_up(struct icpt *ic, const struct http_head *h,
 	 */
 	if (ic->up == NULL) {
 		icpt_pins_set(ic, rule);
-		if ((why = icpt_up_open(ic, rule, cert, tls)) != NULL) {
+		if ((why = icpt_up_open(ic, rule, cert, tls, tls_d)) != NULL) {
 			ic->cur.status = 502;	/* icpt_up_open answered it */
 			ic->cur.action = "error";
 			ic->cur.reason = why;

@@ -254,16 +254,21 @@ proxy_resolved_cb(int err, const struct resolve_answer *ans, void *arg)
 
 void
 icpt_up_tls_key(const struct intercept_rule *rule, const struct secret *cert,
-    char out[ICPT_TLS_KEY])
+    char out[ICPT_TLS_KEY], uint8_t digest[UPOOL_TLS_LEN])
 {
-	snprintf(out, ICPT_TLS_KEY, "%s\n%s%s%s", rule->upstream_ca ?
+	int n;
+
+	n = snprintf(out, ICPT_TLS_KEY, "%s\n%s%s%s", rule->upstream_ca ?
 	    rule->upstream_ca : "", cert != NULL ? cert->name : "",
 	    cert != NULL ? "@" : "", cert != NULL ? cert->fp : "");
+	crypto_generichash(digest, UPOOL_TLS_LEN, (const uint8_t *)out,
+	    n < 0 ? 0 : (size_t)n < ICPT_TLS_KEY ? (size_t)n :
+	    ICPT_TLS_KEY - 1, NULL, 0);
 }
 
 const char *
 icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
-    const struct secret *cert, const char *tls)
+    const struct secret *cert, const char *tls, const uint8_t *tls_d)
 {
 	struct conn *c = ic->c;
 	const struct config *cfg = c->l->cfg;
@@ -282,7 +287,7 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
 	str_copy(ic->up_host, sizeof(ic->up_host), fwd ? rule->forward_host :
 	    c->name);
 	ic->up_port = fwd ? rule->forward_port : c->upport;
-	str_copy(ic->up_tls, sizeof(ic->up_tls), tls);
+	memcpy(ic->up_tls, tls_d, UPOOL_TLS_LEN);
 	/* An idle connection this sandbox verified for this host will do. */
 	if ((ic->up = upool_get(c->l->upool, c->counter, ic->up_host,
 	    (uint16_t)ic->up_port, ic->up_tls)) != NULL) {

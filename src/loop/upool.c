@@ -19,7 +19,7 @@ struct upool_entry {
 	struct tstream	*ts;
 	struct sb_counter *owner;	/* a reference */
 	char		 host[256];
-	char		 tls[UPOOL_TLS_MAX];
+	uint8_t		 tls[UPOOL_TLS_LEN];
 	uint16_t	 port;
 };
 
@@ -80,7 +80,7 @@ idle_event_cb(struct tstream *ts, short what, void *arg)
 
 void
 upool_put(struct upool *p, struct tstream *ts, struct sb_counter *owner,
-    const char *host, uint16_t port, const char *tls)
+    const char *host, uint16_t port, const uint8_t tls[UPOOL_TLS_LEN])
 {
 	struct upool_entry *e;
 
@@ -98,7 +98,7 @@ upool_put(struct upool *p, struct tstream *ts, struct sb_counter *owner,
 	e->owner = sb_counter_ref(owner);
 	e->port = port;
 	snprintf(e->host, sizeof(e->host), "%s", host);
-	snprintf(e->tls, sizeof(e->tls), "%s", tls ? tls : "");
+	memcpy(e->tls, tls, UPOOL_TLS_LEN);
 	TAILQ_INSERT_TAIL(&p->idle, e, link);
 	p->n++;
 	tstream_setcb(ts, idle_read_cb, NULL, idle_event_cb, e);
@@ -108,17 +108,15 @@ upool_put(struct upool *p, struct tstream *ts, struct sb_counter *owner,
 
 struct tstream *
 upool_get(struct upool *p, const struct sb_counter *owner, const char *host,
-    uint16_t port, const char *tls)
+    uint16_t port, const uint8_t tls[UPOOL_TLS_LEN])
 {
 	struct upool_entry *e;
 	struct tstream *ts;
 
-	if (tls == NULL)
-		tls = "";
 	/* Newest first: the least likely to have been closed meanwhile. */
 	TAILQ_FOREACH_REVERSE(e, &p->idle, upool_list, link) {
 		if (e->owner != owner || e->port != port ||
-		    strcmp(e->host, host) != 0 || strcmp(e->tls, tls) != 0)
+		    strcmp(e->host, host) != 0 || memcmp(e->tls, tls, UPOOL_TLS_LEN) != 0)
 			continue;
 		ts = e->ts;
 		e->ts = NULL;
