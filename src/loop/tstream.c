@@ -605,6 +605,8 @@ tstream_prefix(struct tstream *ts, const void *p, size_t len)
 {
 	if (len == 0)
 		return 0;
+	if (ts->state != TS_NEW || ts->pre != NULL)
+		return -1;		/* once, before the start */
 	if (ts->ssl == NULL)
 		return evbuffer_add(ts->in, p, len);
 	if ((ts->pre = malloc(len)) == NULL)

@@ -45,7 +45,7 @@ typedef void	(*tstream_cb)(struct tstream *ts, void *arg);
 typedef void	(*tstream_event_cb)(struct tstream *ts, short what, void *arg);
 
 /*
- * A stream on fd (-1: tstream_connect makes it) with ssl (NULL for
+ * A stream on fd (non-blocking; -1: tstream_connect makes it) with ssl (NULL for
  * TSTREAM_PLAIN; its BIO is set here).  The stream owns both from here on,
  * on failure too; NULL when out of memory.  A TLS peer's end without its
  * close_notify is TSTREAM_EOF for TSTREAM_ACCEPT (sandboxes do that) and
@@ -57,8 +57,8 @@ struct tstream *tstream_new(struct event_base *base, int fd,
 /*
  * Bytes read from the socket already: they come before any more of it
  * (TLS: into the handshake; plain: they are in the input at once, for the
- * owner to look at after tstream_start, no read callback).  Before
- * tstream_start.  0, or -1 out of memory.
+ * owner to look at after tstream_start, no read callback).  Once, before
+ * tstream_start.  0, or -1 (out of memory, or called again).
  */
 int	tstream_prefix(struct tstream *ts, const void *p, size_t len);
 /*
