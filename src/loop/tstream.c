@@ -83,6 +83,11 @@ bio_read(BIO *b, char *buf, int len)
 			n = (size_t)len;
 		memcpy(buf, ts->pre + ts->pre_off, n);
 		ts->pre_off += n;
+		if (ts->pre_off == ts->pre_len) {	/* an idle stream keeps none */
+			free(ts->pre);
+			ts->pre = NULL;
+			ts->pre_len = ts->pre_off = 0;
+		}
 		return (int)n;
 	}
 	do

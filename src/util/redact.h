@@ -84,7 +84,7 @@ struct redactor;
 
 /*
  * NULL when out of memory.  Its tables are in guarded memory (they hold
- * the patterns).  A redactor refuses to feed until a
+ * the patterns): sodium_init() must have run.  A redactor refuses to feed until a
  * redactor_reset() succeeds: a failed setup fails closed, never open.
  */
 struct redactor *redactor_new(void);

@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "util/redact.h"
 
 #define MAXSECRETS	9
@@ -329,6 +331,8 @@ main(int argc, char **argv)
 	double t, best, t0;
 	int ch;
 
+	if (sodium_init() < 0)		/* the redactor is in guarded memory */
+		return 1;
 	while ((ch = getopt(argc, argv, "s:r:p:l:k:n:P:")) != -1) {
 		switch (ch) {
 		case 's': mib = strtoul(optarg, NULL, 10); break;
