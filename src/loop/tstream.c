@@ -165,6 +165,13 @@ bio_attach(struct tstream *ts)
 
 /* ---- events ------------------------------------------------------------ */
 
+/* Whether application bytes flow: after the handshake, before a failure. */
+static int
+is_open(const struct tstream *ts)
+{
+	return ts->state >= TS_OPEN && ts->state <= TS_CLOSED;
+}
+
 static void
 touch(struct tstream *ts)
 {
@@ -176,8 +183,8 @@ touch(struct tstream *ts)
 static void
 sync_rev(struct tstream *ts)
 {
-	int want = ts->state == TS_HANDSHAKE || (ts->state >= TS_OPEN &&
-	    ts->state <= TS_CLOSED && ts->read_on && !ts->eof);
+	int want = ts->state == TS_HANDSHAKE ||
+	    (is_open(ts) && ts->read_on && !ts->eof);
 
 	if (want && !ts->radded && event_add(ts->rev, NULL) == 0)
 		ts->radded = 1;
@@ -212,7 +219,7 @@ schedule_write(struct tstream *ts)
 static void
 schedule_read(struct tstream *ts)
 {
-	if (ts->state >= TS_OPEN && ts->state <= TS_CLOSED && ts->read_on &&
+	if (is_open(ts) && ts->read_on &&
 	    !ts->eof && ((ts->ssl != NULL && SSL_has_pending(ts->ssl)) ||
 	    ts->pre_off < ts->pre_len))
 		event_active(ts->rev, EV_READ, 1);
@@ -487,7 +494,7 @@ write_step(struct tstream *ts)
 	touch(ts);
 	if (ts->writecb != NULL && tstream_queued(ts) <= ts->wlow)
 		ts->writecb(ts, ts->arg);
-	if (ts->state >= TS_OPEN && ts->state <= TS_CLOSED)
+	if (is_open(ts))
 		schedule_read(ts);
 }
 
@@ -502,7 +509,7 @@ rev_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (ts->state == TS_HANDSHAKE)
 		handshake_step(ts);
-	else if (ts->state >= TS_OPEN && ts->state <= TS_CLOSED)
+	else if (is_open(ts))
 		read_step(ts);
 }
 
@@ -518,7 +525,7 @@ wev_cb(evutil_socket_t fd, short what, void *arg)
 		connected_step(ts);
 	else if (ts->state == TS_HANDSHAKE)
 		handshake_step(ts);
-	else if (ts->state >= TS_OPEN && ts->state <= TS_CLOSED)
+	else if (is_open(ts))
 		write_step(ts);
 }
 

@@ -633,8 +633,7 @@ redactor_reset_keyed(struct redactor *r, const struct redact_pat *pats,
 {
 	int rv;
 
-	if (r->mode != RD_UNSET && nkeys > 0 && nkeys == r->nkeys &&
-	    n == r->npats && memcmp(keys, r->keys, nkeys * sizeof(*keys)) == 0) {
+	if (n == r->npats && redactor_keyed(r, keys, nkeys)) {
 		/* The same patterns: only the stream starts again. */
 		memcpy(r->pats, pats, n * sizeof(*pats));
 		r->cur = 0;
