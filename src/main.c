@@ -17,6 +17,7 @@
 #include "util/err.h"
 #include "util/jsonmem.h"
 #include "util/log.h"
+#include "util/proctitle.h"
 #include "conf/config.h"
 #include "conf/policy.h"
 #include "keys/inject.h"
@@ -193,6 +194,7 @@ main(int argc, char **argv)
 	int ch, check = 0, debug = 0, status;
 	size_t i;
 
+	proctitle_init(argc, argv);
 	while ((ch = getopt_long(argc, argv, "c:dhV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': path = optarg; break;

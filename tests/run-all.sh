@@ -1,5 +1,6 @@
 #!/bin/sh
-# The whole test suite, as CI runs it: one clang build with ASan+UBSan and
+# The whole test suite, as CI runs it: one clang build with ASan+UBSan, the
+# test hooks (--enable-test-hooks: routes that make sluiced misbehave) and
 # the libFuzzer targets, `make check` (unit tests, the namespace
 # integration suite, bounded fuzzing), then one summary line.
 set -u
@@ -17,7 +18,8 @@ if [ -f config.status ]; then
 fi
 mkdir -p "$build" && cd "$build" || exit 1
 if [ ! -f Makefile ]; then
-	"$top/configure" CC=clang --enable-sanitizers --enable-fuzzers || exit 1
+	"$top/configure" CC=clang --enable-sanitizers --enable-fuzzers \
+	    --enable-test-hooks || exit 1
 fi
 make -j"$jobs" || exit 1
 make -j1 check

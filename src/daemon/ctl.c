@@ -288,12 +288,17 @@ answer_status(struct daemon *d, struct ctl_resp *r)
 	};
 	struct audit_stats as;
 	char started[32];
+	json_t *procs;
 
 	audit_get_stats(d->audit, &as);
 	ctl_fmt_time(d->started, started, sizeof(started));
+	/* Who does what, so an operator can tell the processes apart. */
+	procs = json_pack("[{s:s, s:I}, {s:s, s:I}]",
+	    "role", "worker", "pid", (json_int_t)getpid(),
+	    "role", "keys", "pid", (json_int_t)d->keys.pid);
 	ctl_reply_json(r, 200, json_pack("{s:s, s:I, s:s, s:b, s:I, s:I, s:I,"
 	    " s:I, s:I, s:I, s:I, s:o, s:s, s:s?, s:{s:s?, s:I, s:s, s:I, s:I, s:I,"
-	    " s:I, s:I, s:I, s:I, s:b}}",
+	    " s:I, s:I, s:I, s:I, s:b}, s:o}",
 	    "version", PACKAGE_VERSION,
 	    "pid", (json_int_t)getpid(),
 	    "started", started,
@@ -317,7 +322,8 @@ answer_status(struct daemon *d, struct ctl_resp *r)
 	    "last_checkpoint_seq", (json_int_t)as.last_checkpoint_seq,
 	    "rotations", (json_int_t)as.rotations,
 	    "refused", (json_int_t)as.refused,
-	    "dropped", (json_int_t)as.dropped, "failed", as.broken));
+	    "dropped", (json_int_t)as.dropped, "failed", as.broken,
+	    "processes", procs != NULL ? procs : json_array()));
 }
 
 /* POST /v1/audit/rotate: the writer starts a new file. */
@@ -470,7 +476,7 @@ route(struct ctl_conn *cc, const struct ctl_req *q, struct ctl_resp *r)
 		return;
 	}
 	if (ctl_sandboxes(d, q, r) || ctl_policies(d, q, r) ||
-	    ctl_secrets(d, q, r) || ctl_tokens(d, q, r))
+	    ctl_secrets(d, q, r) || ctl_tokens(d, q, r) || ctl_test(d, q, r))
 		return;
 	if (strcmp(q->path, "/v1/jwks") == 0) {
 		if (strcmp(q->method, "GET") == 0)

@@ -67,6 +67,13 @@ int	ctl_secrets(struct daemon *d, const struct ctl_req *q,
 	    struct ctl_resp *r);
 int	ctl_tokens(struct daemon *d, const struct ctl_req *q,
 	    struct ctl_resp *r);
+/*
+ * ctl_test.c: routes that make this process misbehave on purpose, for
+ * the tests of privilege separation; compiled in with
+ * --enable-test-hooks only (else it answers nothing: 0).
+ */
+int	ctl_test(struct daemon *d, const struct ctl_req *q,
+	    struct ctl_resp *r);
 
 /*
  * Writes buf to path through a temporary file, fsync, a rename and an

@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <netinet/in.h>
 #include <errno.h>
 #include <grp.h>
@@ -329,6 +330,33 @@ worker_done_cb(evutil_socket_t fd, short what, void *arg)
  * The signing key (for checkpoints, and identity tokens) and the audit
  * trail; before privileges are dropped.
  */
+/*
+ * A child ended: when it is the keys process, every key is gone with it
+ * and nothing could be served safely: the daemon stops.
+ */
+static void
+keys_died_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon *d = arg;
+	int st;
+
+	if (d->keys.pid <= 0 || waitpid(d->keys.pid, &st, WNOHANG) !=
+	    d->keys.pid)
+		return;
+	d->keys.pid = -1;
+	log_errx("keys", "the keys process ended (%s %d): stopping",
+	    WIFEXITED(st) ? "status" : "signal",
+	    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	d->keys_lost = 1;
+	if (d->nworkers > 0 && d->workers != NULL) {
+		size_t i;
+
+		for (i = 0; i < d->nworkers; i++)
+			worker_post_cmd(&d->workers[i], WORKER_CMD_STOP);
+	} else
+		event_base_loopexit(d->base, NULL);
+}
+
 static int
 daemon_open_audit(struct daemon *d)
 {
@@ -420,6 +448,7 @@ daemon_run(struct config *cfg, char *const *argv)
 	const int signums[6] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, 0 };
 	ssize_t n;
 	size_t i, started = 0;
+	char why[512];
 	int status = 1, r;
 
 	memset(&d, 0, sizeof(d));
@@ -452,6 +481,15 @@ daemon_run(struct config *cfg, char *const *argv)
 		if (r != 0)
 			goto out;
 	}
+	/* Before any key is loaded: from here on they are the keys process's. */
+	if (keyproc_start(cfg, worker_count(&d), &d.keys, why,
+	    sizeof(why)) != 0) {
+		log_errx("keys", "%s", why);
+		goto out;
+	}
+	d.keys_ev = evsignal_new(d.base, SIGCHLD, keys_died_cb, &d);
+	if (d.keys_ev == NULL || evsignal_add(d.keys_ev, NULL) != 0)
+		goto out;
 	if (state_build(cfg, NULL, d.generation, &d.state, &errs) != 0) {
 		for (i = 0; i < errs.n; i++)
 			log_errx("config", "%s", errs.msgs[i]);
@@ -490,7 +528,7 @@ daemon_run(struct config *cfg, char *const *argv)
 	sbstore_open(&d);
 	sbstore_static_cas(&d);
 	sbstore_restore(&d);
-	d.nworkers = worker_count(&d);
+	d.nworkers = d.keys.nworkers;
 	if ((d.workers = calloc(d.nworkers, sizeof(*d.workers))) == NULL)
 		goto out;
 	for (i = 0; i < d.nworkers; i++)
@@ -515,6 +553,11 @@ daemon_run(struct config *cfg, char *const *argv)
 			log_errx("daemon", "cannot set up worker %zu", i);
 			goto out;
 		}
+	/* The start's requests are over: the keys process admits no more. */
+	if (keyproc_ready(&d.keys, why, sizeof(why)) != 0) {
+		log_errx("keys", "%s", why);
+		goto out;
+	}
 	for (started = 0; started < d.nworkers; started++)
 		if (worker_start(&d.workers[started]) != 0)
 			goto out;
@@ -527,7 +570,7 @@ daemon_run(struct config *cfg, char *const *argv)
 	if (upgrade_announce(&d) != 0)
 		goto out;
 	event_base_loop(d.base, EVLOOP_NO_EXIT_ON_EMPTY);
-	status = 0;
+	status = d.keys_lost ? 1 : 0;
 	log_info("daemon", "stopped");
  out:
 	if (status != 0 && started > 0)
@@ -562,7 +605,10 @@ daemon_run(struct config *cfg, char *const *argv)
 	dnsmem_free(d.dnsmem);
 	spend_free(d.spend);
 	mintcache_free(d.mints);
-	state_unref(d.state);
+	state_unref(d.state);		/* drops the CAs there */
+	if (d.keys_ev != NULL)
+		event_free(d.keys_ev);
+	keyproc_stop(&d.keys);
 	errlist_free(&errs);
 	if (d.base != NULL)
 		event_base_free(d.base);

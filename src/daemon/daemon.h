@@ -27,8 +27,13 @@ struct mintcache;
 struct upgrade_out;
 struct upgrade_in;
 
+#include "daemon/keyproc.h"
+
 struct daemon {
 	struct config		*cfg;
+	struct keyproc		 keys;		/* the keys process */
+	struct event		*keys_ev;	/* SIGCHLD: did it die? */
+	int			 keys_lost;	/* it did: the exit status is 1 */
 	struct audit		*audit;
 	struct event_base	*base;		/* main thread: signals, timers */
 	struct worker		*workers;

@@ -90,36 +90,22 @@ static char *
 sealed_ca_key(struct daemon *d, const struct sandbox *sb, char *why,
     size_t why_len)
 {
-	struct sealed_in in;
 	struct sb_counter *cnt = sb->counter;
-	char name[SEALED_NAME_MAX + 1], *key = NULL, *b64 = NULL;
-	const char *serr = NULL;
 	uint8_t *blob = NULL;
-	size_t klen = 0, blen = 0, cap;
+	size_t blen = 0, cap;
+	char *b64;
 	int r;
 
-	if (d->secrets == NULL || d->secrets->nkeys == 0)
+	if (d->secrets == NULL)
 		return NULL;	/* no gateway key: nothing to seal to */
+	/* Sealed by the keys process: the key never comes here. */
 	pthread_mutex_lock(&cnt->ca_mtx);
-	r = cnt->ca != NULL ? ca_key_export(cnt->ca, &key, &klen) :
-	    SL_ERR_NOT_FOUND;
+	r = cnt->ca != NULL ? ca_seal(cnt->ca, (int64_t)sb->created, &blob,
+	    &blen, why, why_len) : SL_ERR_NOT_FOUND;
 	pthread_mutex_unlock(&cnt->ca_mtx);
 	if (r != 0) {
-		snprintf(why, why_len, "cannot take the CA key: %s", err_str(r));
-		return NULL;
-	}
-	snprintf(name, sizeof(name), "sandbox-ca.%s", sb->id);
-	memset(&in, 0, sizeof(in));
-	in.name = name;
-	in.version = 1;
-	in.created = (int64_t)sb->created;
-	in.value = (const uint8_t *)key;
-	in.value_len = klen;
-	r = sealed_seal(d->secrets->keys[0]->pk, &in, &blob, &blen, &serr);
-	sodium_free(key);	/* wipes */
-	if (r != 0) {
-		snprintf(why, why_len, "cannot seal the CA key: %s",
-		    serr != NULL ? serr : err_str(r));
+		if (cnt->ca == NULL)
+			snprintf(why, why_len, "the sandbox has no CA");
 		return NULL;
 	}
 	cap = sodium_base64_ENCODED_LEN(blen, sodium_base64_VARIANT_ORIGINAL);
@@ -332,19 +318,16 @@ restore_ca(struct daemon *d, const json_t *o, const char *id, char *why,
 {
 	const char *pem = json_string_value(json_object_get(o, "ca_cert"));
 	const char *key = json_string_value(json_object_get(o, "ca_key"));
-	struct sealed_secret *sec = NULL;
-	char name[SEALED_NAME_MAX + 1], wbuf[128];
-	const char *serr = NULL;
 	uint8_t *blob = NULL;
 	struct ca *ca = NULL;
+	char w[256];
 	size_t klen, blen = 0;
-	int r;
 
 	if (pem == NULL || key == NULL) {
 		snprintf(why, why_len, "no CA certificate or sealed key");
 		return NULL;
 	}
-	if (d->secrets == NULL || d->secrets->nkeys == 0) {
+	if (d->secrets == NULL) {
 		snprintf(why, why_len, "no gateway_key to open its CA key with");
 		return NULL;
 	}
@@ -355,23 +338,11 @@ restore_ca(struct daemon *d, const json_t *o, const char *id, char *why,
 		snprintf(why, why_len, "its CA key is not base64");
 		goto out;
 	}
-	if (sealed_open(d->secrets->keys, d->secrets->nkeys, blob, blen, &sec,
-	    wbuf, &serr) != 0) {
-		snprintf(why, why_len, "its CA key does not open: %s",
-		    serr != NULL ? serr : "?");
-		goto out;
-	}
-	snprintf(name, sizeof(name), "sandbox-ca.%s", id);
-	if (strcmp(sec->name, name) != 0) {
-		snprintf(why, why_len, "its CA key is another sandbox's");
-		goto out;
-	}
-	if ((r = ca_load(pem, strlen(pem), (const char *)sec->value,
-	    sec->value_len, &ca)) != 0)
-		snprintf(why, why_len, "its CA does not load: %s%s", err_str(r),
-		    r == SL_ERR_IO ? " (raise RLIMIT_MEMLOCK)" : "");
+	/* Opened and kept by the keys process, which checks whose it is. */
+	if (ca_open_sealed(id, pem, strlen(pem), blob, blen, &ca, w,
+	    sizeof(w)) != 0)
+		snprintf(why, why_len, "%s", w);
  out:
-	sealed_secret_free(sec);
 	free(blob);
 	return ca;
 }

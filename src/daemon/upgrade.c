@@ -198,9 +198,19 @@ chld_cb(evutil_socket_t sig, short what, void *arg)
 
 	if (d->up_out->stage == UPGRADE_STARTING)
 		return;		/* event_cb reaps it with the channel's end */
-	while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+	siginfo_t si;
+
+	/* The keys process is daemon.c's to reap: looked at, left alone. */
+	for (;;) {
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+		    si.si_pid == 0 || keyproc_is(&d->keys, si.si_pid))
+			break;
+		if ((p = waitpid(si.si_pid, &st, WNOHANG)) <= 0)
+			break;
 		log_info("upgrade", "pid %ld ended (status %d)", (long)p,
 		    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
 }
 
 /* Every listening socket, the workers' and the control API's. */

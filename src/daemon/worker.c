@@ -22,6 +22,7 @@
 #include "dns/dns.h"
 #include "conn/conn.h"
 #include "conn/minter.h"
+#include "keys/kclient.h"
 #include "daemon/daemon.h"
 #include "daemon/worker.h"
 
@@ -194,6 +195,9 @@ worker_main(void *arg)
 {
 	struct worker *w = arg;
 
+	/* Its own channel to the keys process: no lock shared with others. */
+	if (w->l.idx < w->d->keys.nworkers)
+		kclient_bind(w->d->keys.workers[w->l.idx]);
 	/* The wake event has no fd: keep looping while idle. */
 	event_base_loop(w->l.base, EVLOOP_NO_EXIT_ON_EMPTY);
 	atomic_store(&w->applied, UINT64_MAX);	/* nobody waits for it now */

@@ -23,17 +23,14 @@
 #include "util/err.h"
 #include "util/names.h"
 #include "keys/ca.h"
+#include "keys/ca_int.h"
+#include "keys/kclient.h"
 
 #define CA_SERIAL_LEN	16	/* 128 bits, top bit clear */
 #define CA_BACKDATE_S	3600	/* notBefore is an hour before now */
 #define CA_CN_MAX	64	/* ub-common-name (RFC 5280) */
 #define CA_ID_MAX	(CA_CN_MAX - (sizeof("sluice sandbox  CA") - 1))
 
-struct ca {
-	X509		*cert;
-	unsigned char	*key_der;	/* sodium_malloc'd, noaccess at rest */
-	size_t		 key_len;
-};
 
 /* Whether s is a name already in normal form (names.c has the rules). */
 static int
@@ -226,6 +223,9 @@ ca_new(const char *sandbox_id, const char *const *names, size_t nnames,
 		r = SL_ERR_INVALID;
 		goto out;
 	}
+	/* A worker process holds no CA key: the keys process mints it. */
+	if (kclient_remote())
+		return ca_remote_new(sandbox_id, names, nnames, validity_s, out);
 	if ((ca = calloc(1, sizeof(*ca))) == NULL) {
 		r = SL_ERR_NOMEM;
 		goto out;
@@ -323,6 +323,8 @@ ca_key_export(struct ca *ca, char **out, size_t *len)
 	    sodium_base64_VARIANT_ORIGINAL);
 	char *b;
 
+	if (ca->key_der == NULL)
+		return SL_ERR_DENIED;	/* kept by the keys process */
 	if ((b = sodium_malloc(cap)) == NULL)
 		return SL_ERR_NOMEM;
 	if (sodium_mprotect_readonly(ca->key_der) != 0) {
@@ -351,6 +353,8 @@ ca_load(const char *cert_pem, size_t cert_len, const char *key_b64,
 
 	if (cert_len > INT_MAX || key_len > 4096)
 		return SL_ERR_INVALID;
+	if (kclient_remote())
+		return SL_ERR_DENIED;	/* no CA key is loaded here */
 	if ((ca = calloc(1, sizeof(*ca))) == NULL ||
 	    (der = sodium_malloc(key_len)) == NULL) {
 		r = SL_ERR_NOMEM;
@@ -386,6 +390,8 @@ ca_free(struct ca *ca)
 {
 	if (ca == NULL)
 		return;
+	if (ca->remote != 0)
+		ca_remote_drop(ca);		/* wiped there */
 	if (ca->key_der != NULL)
 		sodium_free(ca->key_der);	/* wipes; any protection */
 	X509_free(ca->cert);
@@ -484,6 +490,8 @@ ca_mint_leaf(struct ca *ca, const char *host, EVP_PKEY *leaf_key,
 		r = SL_ERR_INVALID;
 		goto out;
 	}
+	if (ca->remote != 0)
+		return ca_remote_mint(ca, host, leaf_key, validity_s, out);
 	long_host = strlen(host) > CA_CN_MAX;
 
 	if ((x = X509_new()) == NULL || (subj = X509_NAME_new()) == NULL ||

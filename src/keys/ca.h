@@ -3,6 +3,7 @@
 #define SLUICE_CA_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include <openssl/x509.h>
@@ -61,6 +62,21 @@ char	*ca_cert_pem(const struct ca *ca, size_t *len);
  */
 int	ca_mint_leaf(struct ca *ca, const char *host, EVP_PKEY *leaf_key,
 	    unsigned validity_s, X509 **out);
+
+/*
+ * A CA the keys process keeps (kclient.h): ca_new gives one in remote
+ * mode, and ca_mint_leaf and ca_free ask for the mint and the wipe there.
+ * ca_seal asks for its key sealed to the first gateway key (as the
+ * secret "sandbox-ca.ID", version 1, created), into *blob (malloc'd);
+ * ca_open_sealed gives a CA back from its certificate (PEM) and such a
+ * blob, opened and loaded there.  0, or an SL_ERR_* with why; a CA whose
+ * key is here (ca_new in a process that is not remote) is neither.
+ */
+int	ca_seal(struct ca *ca, int64_t created, uint8_t **blob, size_t *len,
+	    char *why, size_t why_len);
+int	ca_open_sealed(const char *sandbox_id, const char *cert_pem,
+	    size_t cert_len, const uint8_t *blob, size_t blob_len,
+	    struct ca **out, char *why, size_t why_len);
 
 /* A fresh ECDSA P-256 key (for a sandbox's leaves). */
 int	ca_new_leaf_key(EVP_PKEY **out);

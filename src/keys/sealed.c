@@ -26,6 +26,7 @@
 #include "util/keyfile.h"
 #include "util/names.h"
 #include "keys/pemkey.h"
+#include "keys/kclient.h"
 #include "keys/sealed.h"
 
 #define X25519_LEN	32
@@ -107,6 +108,11 @@ gwkey_load(const char *path, struct gwkey **out, const char **why)
 	size_t len;
 	int r;
 
+	if (kclient_remote()) {
+		r = SL_ERR_DENIED;
+		w = "a worker process holds no gateway key";
+		goto out;
+	}
 	if ((r = sodium_ready(&w)) != 0)
 		goto out;
 	if ((r = keyfile_read(path, 1, &pem, &len, &w)) != 0)

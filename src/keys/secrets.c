@@ -28,6 +28,7 @@
 #include "conf/config.h"
 #include "keys/pemkey.h"
 #include "keys/sealed.h"
+#include "keys/kclient.h"
 #include "keys/secrets.h"
 #include "keys/sigv4.h"
 
@@ -150,11 +151,18 @@ secret_open(const struct secret_store *st, const uint8_t *blob, size_t len,
 {
 	struct sealed_secret *o = NULL;
 	struct secret *s = NULL;
-	char wbuf[128];
+	char wbuf[128], kwhy[KPROTO_WHY_MAX];
 	const char *w = NULL;
 	int r;
 
-	if (sealed_open(st->keys, st->nkeys, blob, len, &o, wbuf, &w) != 0) {
+	if (kclient_remote()) {
+		/* Opened by the keys process, which holds the gateway keys. */
+		if ((r = kclient_sealed_open(blob, len, &o, kwhy)) != 0) {
+			snprintf(why, SECRET_WHY_MAX, "%s", kwhy);
+			return r == SL_ERR_NOMEM ? r : SL_ERR_INVALID;
+		}
+	} else if (sealed_open(st->keys, st->nkeys, blob, len, &o, wbuf,
+	    &w) != 0) {
 		snprintf(why, SECRET_WHY_MAX, "%s", w ? w : "does not open");
 		return SL_ERR_INVALID;
 	}
@@ -401,6 +409,29 @@ derive_fpkey(struct secret_store *st)
 	return derive_key(st, PH_CONTEXT, &st->phkey);
 }
 
+/*
+ * A worker process's store: no gateway key, only the keys derived from
+ * the first one, which the keys process gives.
+ */
+static int
+remote_keys(struct secret_store *st, const struct config *cfg,
+    struct errlist *errs)
+{
+	char why[KPROTO_WHY_MAX];
+	int r;
+
+	if ((st->fpkey = sodium_malloc(crypto_generichash_KEYBYTES)) == NULL ||
+	    (st->phkey = sodium_malloc(crypto_generichash_KEYBYTES)) == NULL)
+		return SL_ERR_NOMEM;
+	if ((r = kclient_store_keys(st->fpkey, st->phkey, why)) != 0) {
+		errlist_add(errs, cfg->path, 0, 0, "the keys process: %s", why);
+		return r;
+	}
+	sodium_mprotect_readonly(st->fpkey);
+	sodium_mprotect_readonly(st->phkey);
+	return 0;
+}
+
 int
 secret_store_new(const struct config *cfg, struct secret_store **out,
     struct errlist *errs)
@@ -427,6 +458,10 @@ secret_store_new(const struct config *cfg, struct secret_store **out,
 		    err_str(r));
 		goto out;
 	}
+	if (kclient_remote()) {
+		r = remote_keys(st, cfg, errs);
+		goto done;
+	}
 	for (i = 0; i < cfg->ngateway_keys; i++) {
 		if ((r = gwkey_load(cfg->gateway_keys[i], &st->keys[st->nkeys],
 		    &why)) != 0) {
@@ -445,6 +480,9 @@ secret_store_new(const struct config *cfg, struct secret_store **out,
 		    "fingerprint key: %s", err_str(r));
 		goto out;
 	}
+ done:
+	if (r != 0)
+		goto out;
 	*out = st;
 	st = NULL;	/* transferred */
 	r = 0;

@@ -1,0 +1,283 @@
+/* keyproc.c: the keys process (keyproc.h). */
+#include "autoconf.h"
+
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "util/chan.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/proctitle.h"
+#include "conf/config.h"
+#include "keys/kclient.h"
+#include "keys/kproto.h"
+#include "keys/kserve.h"
+#include "daemon/keyproc.h"
+
+#define KEYPROC_STOP_MS	5000	/* to exit once its channels close */
+
+/* Every fd but stdio and keep[0..n): the worker's sockets are not ours. */
+static void
+close_others(const int *keep, size_t n)
+{
+	DIR *dir;
+	struct dirent *e;
+	int fd, dfd;
+	size_t i;
+
+	if ((dir = opendir("/proc/self/fd")) == NULL)
+		return;
+	dfd = dirfd(dir);
+	while ((e = readdir(dir)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		fd = atoi(e->d_name);
+		if (fd <= 2 || fd == dfd)
+			continue;
+		for (i = 0; i < n && keep[i] != fd; i++)
+			;
+		if (i == n)
+			close(fd);
+	}
+	closedir(dir);
+}
+
+/* The worker broke the protocol: it is ended, and so are we. */
+static void
+violation(pid_t worker, unsigned role, const char *why)
+{
+	log_errx("keys", "the %s channel sent %s: ending the worker (pid %ld)",
+	    role == KPROTO_FROM_CTL ? "control" : "worker", why, (long)worker);
+	kill(worker, SIGKILL);
+	_exit(1);
+}
+
+/* Serves the channels until the control channel closes. */
+static void
+serve(struct kserve *ks, struct pollfd *pf, const unsigned *roles, size_t n,
+    pid_t worker)
+{
+	struct chan_hdr h;
+	uint8_t *req, *ans;
+	const char *why;
+	uint32_t type;
+	size_t i, len;
+	int r;
+
+	if ((req = sodium_malloc(CHAN_MSG_MAX)) == NULL ||
+	    (ans = sodium_malloc(CHAN_MSG_MAX)) == NULL)
+		_exit(1);
+	for (;;) {
+		if (poll(pf, n, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		for (i = 0; i < n; i++) {
+			if (pf[i].fd == -1 || pf[i].revents == 0)
+				continue;
+			r = chan_recv(pf[i].fd, &h, req, CHAN_MSG_MAX, NULL, 0);
+			if (r == 0 || (r == SL_ERR_IO && errno != EAGAIN)) {
+				if (roles[i] == KPROTO_FROM_CTL)
+					return;		/* the worker is gone */
+				close(pf[i].fd);
+				pf[i].fd = -1;
+				continue;
+			}
+			if (r == SL_ERR_IO)
+				continue;
+			if (r != 1)
+				violation(worker, roles[i], "a malformed message");
+			if (kserve_handle(ks, roles[i], &h, req, &type, ans,
+			    &len, &why) != 0)
+				violation(worker, roles[i], why);
+			sodium_memzero(req, h.len);
+			r = chan_send(pf[i].fd, type, h.id, ans, len, -1);
+			sodium_memzero(ans, len);
+			if (r != 0 && roles[i] == KPROTO_FROM_CTL)
+				return;
+		}
+	}
+}
+
+static void
+child(const struct config *cfg, const int *fds, const unsigned *roles,
+    size_t n, pid_t worker)
+{
+	struct errlist errs = ERRLIST_INIT;
+	struct kserve *ks = NULL;
+	struct pollfd *pf;
+	struct rlimit rl;
+	size_t i;
+
+	proctitle_set("keys");
+	/* Dies with the worker; stops at its word only, not at a group's signal. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != worker)
+		_exit(1);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGUSR1, SIG_IGN);
+	signal(SIGUSR2, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	rl.rlim_cur = rl.rlim_max = 0;
+	setrlimit(RLIMIT_CORE, &rl);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	close_others(fds, n);
+	if (kserve_new(cfg, &ks, &errs) != 0) {
+		for (i = 0; i < errs.n; i++)
+			log_errx("secrets", "%s", errs.msgs[i]);
+		_exit(1);
+	}
+	errlist_free(&errs);
+	if ((pf = calloc(n, sizeof(*pf))) == NULL)
+		_exit(1);
+	for (i = 0; i < n; i++) {
+		pf[i].fd = fds[i];
+		pf[i].events = POLLIN;
+	}
+	serve(ks, pf, roles, n, worker);
+	kserve_free(ks);	/* wipes every key */
+	_exit(0);
+}
+
+int
+keyproc_start(const struct config *cfg, size_t nworkers, struct keyproc *kp,
+    char *why, size_t why_len)
+{
+	size_t n = nworkers + 1, i;
+	int *mine = NULL, *theirs = NULL, sv[2];
+	unsigned *roles = NULL;
+	char w[KPROTO_WHY_MAX];
+	pid_t pid, self = getpid();
+
+	memset(kp, 0, sizeof(*kp));
+	kp->pid = -1;
+	if ((mine = calloc(n, sizeof(int))) == NULL ||
+	    (theirs = calloc(n, sizeof(int))) == NULL ||
+	    (roles = calloc(n, sizeof(*roles))) == NULL ||
+	    (kp->workers = calloc(nworkers ? nworkers : 1,
+	    sizeof(*kp->workers))) == NULL) {
+		snprintf(why, why_len, "out of memory");
+		goto fail;
+	}
+	for (i = 0; i < n; i++)
+		mine[i] = theirs[i] = -1;
+	for (i = 0; i < n; i++) {
+		if (chan_pair(sv) != 0) {
+			snprintf(why, why_len, "socketpair: %s", strerror(errno));
+			goto fail;
+		}
+		mine[i] = sv[0];
+		theirs[i] = sv[1];
+		roles[i] = i == 0 ? KPROTO_FROM_CTL : KPROTO_FROM_WORKER;
+	}
+	if ((pid = fork()) == -1) {
+		snprintf(why, why_len, "fork: %s", strerror(errno));
+		goto fail;
+	}
+	if (pid == 0) {
+		for (i = 0; i < n; i++)
+			close(mine[i]);
+		child(cfg, theirs, roles, n, self);
+	}
+	kp->pid = pid;
+	for (i = 0; i < n; i++) {
+		close(theirs[i]);
+		theirs[i] = -1;
+	}
+	if ((kp->ctl = kchan_new(mine[0], KPROTO_FROM_CTL)) == NULL)
+		goto nomem;
+	mine[0] = -1;
+	for (i = 0; i < nworkers; i++) {
+		if ((kp->workers[i] = kchan_new(mine[i + 1],
+		    KPROTO_FROM_WORKER)) == NULL)
+			goto nomem;
+		mine[i + 1] = -1;
+		kp->nworkers++;
+	}
+	kclient_start(kp->ctl);
+	if (kclient_hello(w) != 0) {
+		snprintf(why, why_len, "the keys process did not start: %s", w);
+		goto fail;
+	}
+	free(mine);
+	free(theirs);
+	free(roles);
+	return 0;
+ nomem:
+	snprintf(why, why_len, "out of memory");
+ fail:
+	for (i = 0; mine != NULL && i < n; i++)
+		if (mine[i] != -1)
+			close(mine[i]);
+	for (i = 0; theirs != NULL && i < n; i++)
+		if (theirs[i] != -1)
+			close(theirs[i]);
+	free(mine);
+	free(theirs);
+	free(roles);
+	keyproc_stop(kp);
+	return -1;
+}
+
+int
+keyproc_ready(struct keyproc *kp, char *why, size_t why_len)
+{
+	char w[KPROTO_WHY_MAX];
+
+	if (kclient_ready(w) != 0) {
+		snprintf(why, why_len, "%s", w);
+		return -1;
+	}
+	return 0;
+}
+
+int
+keyproc_is(const struct keyproc *kp, pid_t pid)
+{
+	return kp->pid > 0 && kp->pid == pid;
+}
+
+void
+keyproc_stop(struct keyproc *kp)
+{
+	size_t i;
+	int st;
+
+	kclient_bind(NULL);
+	for (i = 0; i < kp->nworkers; i++)
+		kchan_free(kp->workers[i]);
+	free(kp->workers);
+	kp->workers = NULL;
+	kp->nworkers = 0;
+	if (kp->ctl != NULL) {
+		kclient_stop();
+		kchan_free(kp->ctl);	/* closed: the keys process exits */
+		kp->ctl = NULL;
+	}
+	if (kp->pid > 0) {
+		for (i = 0; i < KEYPROC_STOP_MS / 10; i++) {
+			if (waitpid(kp->pid, &st, WNOHANG) != 0)
+				break;
+			usleep(10000);
+		}
+		if (i == KEYPROC_STOP_MS / 10) {
+			kill(kp->pid, SIGKILL);
+			waitpid(kp->pid, &st, 0);
+		}
+		kp->pid = -1;
+	}
+}

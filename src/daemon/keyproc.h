@@ -1,0 +1,42 @@
+/*
+ * keyproc.h: the keys process.  sluiced starts it before it loads any
+ * key; it alone loads the gateway keys and keeps every sandbox's CA key
+ * (kserve.h), has no network socket and reads no byte from a sandbox.
+ * The process that serves sandboxes (here: the one that started it)
+ * talks to it over channels of kproto.h: one for the control thread and
+ * one a worker thread, and nothing else.  A request outside the table
+ * ends that process: the keys process kills it and exits.  The keys
+ * process exits when the control channel closes; when it dies, the
+ * other side stops (keyproc_died).
+ */
+#ifndef SLUICE_KEYPROC_H
+#define SLUICE_KEYPROC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct config;
+struct kchan;
+
+struct keyproc {
+	pid_t		 pid;
+	struct kchan	*ctl;		/* the control thread's channel */
+	struct kchan	**workers;	/* one a worker thread */
+	size_t		 nworkers;
+};
+
+/*
+ * Starts it with nworkers worker channels, says hello and takes the
+ * store's derived keys when secrets are on.  0, or -1 with why (it could
+ * not start, or its keys did not load: its own log says which).
+ */
+int	keyproc_start(const struct config *cfg, size_t nworkers,
+	    struct keyproc *kp, char *why, size_t why_len);
+/* Tells it the start is over: from now on only the serving requests. */
+int	keyproc_ready(struct keyproc *kp, char *why, size_t why_len);
+/* 1 when pid was the keys process (reaped by the caller). */
+int	keyproc_is(const struct keyproc *kp, pid_t pid);
+/* Closes the channels and waits for it to exit; accepts a zeroed kp. */
+void	keyproc_stop(struct keyproc *kp);
+
+#endif
