@@ -28,6 +28,7 @@
 
 #include "util/err.h"
 #include "util/log.h"
+#include "keys/kclient.h"
 #include "audit/arec.h"
 #include "audit/audit.h"
 #include "audit/auditfmt.h"
@@ -503,6 +504,7 @@ aw_mark_durable(struct audit *a, uint64_t ticket, int force)
 	pthread_mutex_lock(&a->mtx);
 	for (i = 0; i < a->nnotify; i++)
 		event_active(a->notify[i], EV_READ, 0);
+	pthread_cond_broadcast(&a->moved);
 	pthread_mutex_unlock(&a->mtx);
 }
 
@@ -723,6 +725,10 @@ broke(struct audit *a)
 		log_errx("audit", "the new process (pid %ld) does not take "
 		    "records: %s; injected and forwarded requests are refused",
 		    a->hand_to, strerror(a->broke_errno));
+	else if (a->stage == AUDIT_REMOTE)
+		log_errx("audit", "the keys process does not take records for "
+		    "%s: %s; injected and forwarded requests are refused until "
+		    "it does again", a->path, strerror(a->broke_errno));
 	else
 		log_errx("audit", "cannot write %s: %s; injected and forwarded "
 		    "requests are refused until it can be written again",
@@ -754,13 +760,16 @@ try_resume(struct audit *a, char **buf, size_t *cap)
 	int r = SL_ERR_IO;
 
 	aw_mark_take(a, &m);
-	if (a->fd != -1 && ftruncate(a->fd, (off_t)a->size) == 0) {
+	if (a->stage == AUDIT_REMOTE ||
+	    (a->fd != -1 && ftruncate(a->fd, (off_t)a->size) == 0)) {
 		aw_format_ts(ts, sizeof(ts));
 		rec = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s}", "ts", ts,
 		    "type", "audit_resumed", "refused_ms", (json_int_t)ms,
 		    "refused", (json_int_t)refused, "lost", (json_int_t)lost,
 		    "error", strerror(a->broke_errno));
-		if (rec != NULL && (r = aw_append_record(a, rec, buf, &len,
+		if (rec != NULL && a->stage == AUDIT_REMOTE)
+			r = aw_remote_resume(a, rec);
+		else if (rec != NULL && (r = aw_append_record(a, rec, buf, &len,
 		    cap)) == 0)
 			r = aw_flush_out(a, *buf, len, 1, 1);
 		json_decref(rec);
@@ -768,7 +777,8 @@ try_resume(struct audit *a, char **buf, size_t *cap)
 	if (r != 0) {
 		log_debug("audit", "still cannot write %s: %s", a->path,
 		    strerror(errno));
-		aw_mark_restore(a, &m);
+		if (a->stage != AUDIT_REMOTE)
+			aw_mark_restore(a, &m);
 		a->retry_ms = a->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS :
 		    a->retry_ms * 2;
 		retry_later(a);
@@ -778,15 +788,55 @@ try_resume(struct audit *a, char **buf, size_t *cap)
 	atomic_store(&a->out_lost, 0);
 	atomic_store(&a->broken, 0);
 	pthread_mutex_lock(&a->mtx);
-	a->written++;
-	a->pub_seq = a->seq;
-	memcpy(a->pub_head, a->prev, sizeof(a->pub_head));
+	if (a->stage != AUDIT_REMOTE) {
+		a->written++;
+		a->pub_seq = a->seq;
+		memcpy(a->pub_head, a->prev, sizeof(a->pub_head));
+	}
 	pthread_mutex_unlock(&a->mtx);
 	log_warnx("audit", "%s takes records again, after %ld ms; %llu "
 	    "request(s) were refused and %llu other record(s) lost meanwhile",
 	    a->path, ms, (unsigned long long)refused,
 	    (unsigned long long)lost);
 	return 0;
+}
+
+/*
+ * A sink's try after an outage: the file cut back to its last good
+ * record, then the round; 0 once it is written (the outage is over).
+ */
+static int
+sink_retry(struct audit *a, struct slot *batch, size_t n, char **buf,
+    size_t *cap)
+{
+	size_t i;
+
+	if (a->fd == -1 || ftruncate(a->fd, (off_t)a->size) != 0) {
+		for (i = 0; i < n; i++)
+			aw_slot_free(&batch[i]);
+		aw_mark_durable(a, atomic_load(&a->durable), 1);
+		return -1;
+	}
+	if (write_round(a, batch, n, 0, buf, cap) != 0) {
+		aw_mark_durable(a, atomic_load(&a->durable), 1);
+		return -1;
+	}
+	atomic_store(&a->broken, 0);
+	log_warnx("audit", "%s takes records again", a->path);
+	return 0;
+}
+
+/* One round, wherever the file is now. */
+static int
+round(struct audit *a, struct slot *batch, size_t n, int rotate, char **buf,
+    size_t *cap)
+{
+	if (a->stage == AUDIT_FORWARD)
+		return aw_forward_round(a, batch, n, buf, cap);
+	/* REMOTE, and HANDING a remote trail: the keys process has the file. */
+	if (a->o.chan != NULL)
+		return aw_remote_round(a, batch, n, rotate, buf, cap);
+	return write_round(a, batch, n, rotate, buf, cap);
 }
 
 static void *
@@ -803,13 +853,17 @@ writer_main(void *arg)
 		log_errx("audit", "out of memory: the writer stops");
 		return NULL;
 	}
+	/* A remote trail: this thread's own channel to the keys process. */
+	if (a->o.chan != NULL)
+		kclient_bind(a->o.chan);
 	pthread_mutex_lock(&a->mtx);
 	if (a->stage == AUDIT_AWAIT) {
 		/* An upgrade: the predecessor writes the file until it lets go. */
 		if (aw_await(a) != 0)
 			goto stopped;
 		pthread_mutex_unlock(&a->mtx);
-		if (aw_take_file(a, &buf, &cap) != 0) {
+		if ((a->o.chan != NULL ? aw_remote_take(a) :
+		    aw_take_file(a, &buf, &cap)) != 0) {
 			failed = 1;
 			broke(a);
 		}
@@ -828,7 +882,8 @@ writer_main(void *arg)
 			a->n--;
 		}
 		stop = a->stop;
-		rotate = a->rotate && a->stage == AUDIT_OWN;
+		rotate = a->rotate && (a->stage == AUDIT_OWN ||
+		    a->stage == AUDIT_REMOTE);
 		handing = a->stage == AUDIT_HANDING;
 		a->rotate = 0;
 		lost = a->dropped - a->dropped_told;
@@ -837,7 +892,16 @@ writer_main(void *arg)
 		pthread_mutex_unlock(&a->mtx);
 		if (lost > 0)		/* batch has one slot more than the ring */
 			batch[n++] = lost_record(lost);
-		if (failed) {
+		if (failed && a->o.sink && n > 0) {
+			/*
+			 * A worker's trail: its next round (which says how long
+			 * the outage lasted) is the try; the rest waited there.
+			 */
+			if (sink_retry(a, batch, n, &buf, &cap) == 0)
+				failed = 0;
+		} else if (failed && a->o.sink) {
+			/* Nothing to try with: the worker's next round is. */
+		} else if (failed) {
 			/* What came before the writer knew is lost too. */
 			for (i = 0; i < n; i++)
 				aw_slot_free(&batch[i]);
@@ -848,18 +912,19 @@ writer_main(void *arg)
 			if (!stop && ms_until(&a->retry_at) <= 0 &&
 			    try_resume(a, &buf, &cap) == 0)
 				failed = 0;
-		} else if ((a->stage == AUDIT_FORWARD ? aw_forward_round(a,
-		    batch, n, &buf, &cap) : write_round(a, batch, n, rotate,
-		    &buf, &cap)) != 0) {
+		} else if (round(a, batch, n, rotate, &buf, &cap) != 0) {
 			failed = 1;
 			broke(a);
 		}
 		/* The successor took over: what comes next goes to it. */
-		if (handing && aw_release_file(a, &buf, &cap) != 0 && !failed) {
+		if (handing && (a->o.chan != NULL ? aw_remote_release(a) :
+		    aw_release_file(a, &buf, &cap)) != 0 && !failed) {
 			failed = 1;
 			broke(a);
 		}
 		pthread_mutex_lock(&a->mtx);
+		a->rounds++;
+		pthread_cond_broadcast(&a->moved);
 		if (stop && a->n == 0)
 			break;
 	}
@@ -889,6 +954,7 @@ aw_stage_set(struct audit *a, enum audit_stage s)
 	static const char *const names[] = {
 		[AUDIT_AWAIT] = "await", [AUDIT_OWN] = "own",
 		[AUDIT_HANDING] = "handing", [AUDIT_FORWARD] = "forward",
+		[AUDIT_REMOTE] = "remote",
 	};
 
 	log_debug("audit", "the file: %s -> %s", names[a->stage], names[s]);
@@ -913,7 +979,8 @@ no_trail(struct audit *a, uint64_t *ticket)
 			*ticket = 0;	/* durable at once */
 		return 1;
 	}
-	if (!atomic_load(&a->broken))
+	/* A sink takes rounds while broken: each is a try (sink_retry). */
+	if (!atomic_load(&a->broken) || a->o.sink)
 		return 0;
 	/* Counted for the record that ends the outage. */
 	atomic_fetch_add(ticket != NULL ? &a->out_refused : &a->out_lost, 1);
@@ -1021,6 +1088,89 @@ audit_submit_text(struct audit *a, const char *text, size_t len,
 }
 
 int
+audit_submit_flat(struct audit *a, struct aflat *f, uint64_t *ticket)
+{
+	struct slot sl = { NULL, f, 0 };
+	int r;
+
+	if ((r = no_trail(a, ticket)) != 0) {
+		free(f);
+		return r < 0 ? r : 0;
+	}
+	return enqueue(a, sl, 0, ticket);
+}
+
+/*
+ * Waits on moved until done(a, arg) or ms passed; mtx held.  While the
+ * writer cannot write, a wait ends once a round that took what came
+ * before the call is over (rounds from start: the one under way, the
+ * next).
+ */
+static int
+wait_moved(struct audit *a, long ms, int (*done)(struct audit *, uint64_t),
+    uint64_t arg)
+{
+	uint64_t start = a->rounds;
+	struct timespec until;
+	int r = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	while (!done(a, arg) && r == 0 &&
+	    !(atomic_load(&a->broken) && a->rounds >= start + 2))
+		r = pthread_cond_timedwait(&a->moved, &a->mtx, &until);
+	if (done(a, arg))
+		return 0;
+	errno = r != 0 ? ETIMEDOUT : EIO;
+	return SL_ERR_IO;
+}
+
+static int
+is_durable(struct audit *a, uint64_t ticket)
+{
+	return atomic_load(&a->durable) >= ticket;
+}
+
+static int
+round_past(struct audit *a, uint64_t rounds)
+{
+	return a->rounds > rounds;
+}
+
+int
+audit_wait_durable(struct audit *a, uint64_t ticket, long ms)
+{
+	int r;
+
+	if (a == NULL || a->path == NULL || ticket == 0)
+		return 0;
+	pthread_mutex_lock(&a->mtx);
+	r = wait_moved(a, ms, is_durable, ticket);
+	pthread_mutex_unlock(&a->mtx);
+	return r;
+}
+
+int
+audit_wait_round(struct audit *a, long ms)
+{
+	int r;
+
+	if (a == NULL || a->path == NULL)
+		return 0;
+	pthread_mutex_lock(&a->mtx);
+	pthread_cond_signal(&a->wake);
+	/* The round under way may have begun before: wait for the next one. */
+	r = wait_moved(a, ms, round_past, a->rounds + 1);
+	pthread_mutex_unlock(&a->mtx);
+	return r;
+}
+
+int
 audit_write(struct audit *a, const char *type, json_t *rec)
 {
 	return enqueue_tree(a, type, rec, NULL);
@@ -1044,6 +1194,12 @@ audit_submit_rec(struct audit *a, const char *type, struct arec *rec,
     uint64_t *ticket)
 {
 	return enqueue_flat(a, type, rec, ticket);
+}
+
+int
+audit_errno(struct audit *a)
+{
+	return a != NULL && a->broke_errno != 0 ? a->broke_errno : EIO;
 }
 
 int
@@ -1091,7 +1247,7 @@ audit_rotate(struct audit *a)
 	if (a == NULL || a->path == NULL)
 		return;
 	pthread_mutex_lock(&a->mtx);
-	a->rotate = a->stage == AUDIT_OWN;
+	a->rotate = a->stage == AUDIT_OWN || a->stage == AUDIT_REMOTE;
 	pthread_cond_signal(&a->wake);
 	pthread_mutex_unlock(&a->mtx);
 }
@@ -1135,6 +1291,7 @@ audit_free(struct audit *a)
 		close(a->hand_fd);
 	pthread_cond_destroy(&a->wake);
 	pthread_cond_destroy(&a->room);
+	pthread_cond_destroy(&a->moved);
 	pthread_mutex_destroy(&a->mtx);
 	free(a->path);
 	free(a);
@@ -1274,6 +1431,7 @@ audit_open(const struct audit_opts *o, struct audit **out, char *why,
 	pthread_mutex_init(&a->mtx, NULL);
 	pthread_cond_init(&a->wake, NULL);
 	pthread_cond_init(&a->room, NULL);
+	pthread_cond_init(&a->moved, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &a->last_cp);
 	a->last_sync = a->last_cp;
 	if (o->path == NULL) {
@@ -1284,9 +1442,14 @@ audit_open(const struct audit_opts *o, struct audit **out, char *why,
 	if ((a->path = strdup(o->path)) == NULL ||
 	    (a->ring = calloc(a->cap, sizeof(*a->ring))) == NULL ||
 	    (start = json_pack("{s:s, s:i}", "version", PACKAGE_VERSION,
-	    "pid", (int)getpid())) == NULL)
+	    "pid", (int)(a->o.pid != 0 ? a->o.pid : getpid()))) == NULL)
 		goto fail;
-	if (o->await_pid != 0) {
+	if (o->chan != NULL) {
+		/* The keys process writes it, and its "start" record. */
+		aw_stage_set(a, o->await_pid != 0 ? AUDIT_AWAIT : AUDIT_REMOTE);
+		a->o.sign = NULL;
+		a->o.syslog = 0;
+	} else if (o->await_pid != 0) {
 		/* Its predecessor writes it: only see that it can be. */
 		aw_stage_set(a, AUDIT_AWAIT);
 		if ((a->fd = open(a->path, O_WRONLY | O_CREAT | O_APPEND |
@@ -1301,7 +1464,7 @@ audit_open(const struct audit_opts *o, struct audit **out, char *why,
 	} else if ((r = aw_open_trail(a, start, why, why_len)) != 0)
 		goto fail;
 	a->o.path = a->path;
-	if (o->syslog)
+	if (a->o.syslog)
 		openlog("sluiced-audit", LOG_NDELAY, LOG_DAEMON);
 	if (pthread_create(&a->thread, NULL, writer_main, a) != 0) {
 		snprintf(why, why_len, "cannot start the writer thread");
@@ -1310,7 +1473,7 @@ audit_open(const struct audit_opts *o, struct audit **out, char *why,
 	}
 	a->started = 1;
 	/* The first record of this run: where it took the chain up. */
-	if (a->stage == AUDIT_OWN) {
+	if (a->stage == AUDIT_OWN && o->chan == NULL) {
 		json_object_set_new(start, "continues_seq", json_integer(
 		    (json_int_t)a->seq));
 		audit_write(a, "start", start);

@@ -23,8 +23,10 @@
 
 #include "conf/config.h"
 
+struct aflat;
 struct arec;
 struct audit;
+struct kchan;
 struct event;
 struct json_t;
 struct signkey;
@@ -40,6 +42,20 @@ struct audit_opts {
 	const struct signkey *sign;	/* borrowed; NULL: no checkpoints */
 	long		 await_pid;	/* an upgrade: this process writes the
 					 * file once it lets go (audit_takeover) */
+	/*
+	 * The trail is the keys process's (kclient.h): no file here; the
+	 * writer thread sends each round over chan and the keys process
+	 * chains, signs, writes and syncs it (audit_remote.c).  path is
+	 * still the file's, for the figures; sign is NULL.
+	 */
+	struct kchan	*chan;
+	/*
+	 * The keys process's writer of a worker's trail: after an outage it
+	 * tries again with the worker's next round (whose audit_resumed
+	 * record says what the outage cost) instead of a record of its own.
+	 */
+	int		 sink;
+	long		 pid;		/* "start" names it; 0: this process */
 };
 
 /*
@@ -95,6 +111,8 @@ uint64_t audit_durable(struct audit *a);
  * can again (it retries, 100 ms at first, 2 s at most, apart).
  */
 int	audit_failed(struct audit *a);
+/* Why it cannot (an errno), for a remote trail's answers. */
+int	audit_errno(struct audit *a);
 /*
  * Activates ev whenever audit_durable() moves, until audit_notify_clear()
  * (before the events are freed).
@@ -136,6 +154,30 @@ void	audit_takeover(struct audit *a);
  */
 int	audit_submit_text(struct audit *a, const char *text, size_t len,
 	    uint64_t *ticket);
+
+/*
+ * The keys process's side of a remote trail (aserve.c): a record taken
+ * as it came, f (taken; its bytes checked by aserve.c), queued like
+ * audit_submit_text's.
+ */
+int	audit_submit_flat(struct audit *a, struct aflat *f, uint64_t *ticket);
+/*
+ * Waits up to ms for ticket to be durable: 0, or SL_ERR_IO when the
+ * writer cannot write (or ms passed: errno ETIMEDOUT).
+ */
+int	audit_wait_durable(struct audit *a, uint64_t ticket, long ms);
+/*
+ * Waits up to ms for the writer to end a round begun after the call
+ * (so a takeover, release or rotation asked for is done); 0 or
+ * SL_ERR_IO as above.
+ */
+int	audit_wait_round(struct audit *a, long ms);
+/*
+ * An upgrade of a remote trail: the keys process of the predecessor
+ * lets go of the file (an "upgrade" record naming to_pid and a
+ * checkpoint, then closes it); nothing is written after.
+ */
+int	audit_release(struct audit *a, long to_pid);
 
 struct audit_stats {
 	const char	*path;

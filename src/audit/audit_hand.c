@@ -42,7 +42,7 @@ aw_take_file(struct audit *a, char **buf, size_t *cap)
 
 	aw_format_ts(ts, sizeof(ts));
 	if ((start = json_pack("{s:s, s:s, s:s, s:i, s:I}", "ts", ts, "type",
-	    "start", "version", PACKAGE_VERSION, "pid", (int)getpid(),
+	    "start", "version", PACKAGE_VERSION, "pid", (int)(a->o.pid != 0 ? a->o.pid : getpid()),
 	    "upgraded_from", (json_int_t)a->o.await_pid)) == NULL)
 		return -1;
 	if ((r = aw_open_trail(a, start, why, sizeof(why))) != 0) {
@@ -96,7 +96,8 @@ aw_release_file(struct audit *a, char **buf, size_t *cap)
 	if (a->fd != -1)
 		close(a->fd);
 	a->fd = -1;
-	if (aw_write_all(a->hand_fd, "released\n", 9) != 0) {
+	/* A keys process's trail (audit_release): its worker tells it. */
+	if (a->hand_fd != -1 && aw_write_all(a->hand_fd, "released\n", 9) != 0) {
 		a->broke_errno = errno;
 		r = SL_ERR_IO;
 	}
@@ -261,7 +262,8 @@ audit_handover(struct audit *a, int fd, long to_pid)
 		return r;
 	}
 	pthread_mutex_lock(&a->mtx);
-	if (a->stage != AUDIT_OWN || a->hand_fd != -1)
+	if ((a->stage != AUDIT_OWN && a->stage != AUDIT_REMOTE) ||
+	    a->hand_fd != -1)
 		r = SL_ERR_EXISTS;	/* handed over already, or awaiting */
 	else if ((r = channel_opts(fd)) == 0) {
 		a->hand_fd = fd;
@@ -272,6 +274,25 @@ audit_handover(struct audit *a, int fd, long to_pid)
 	pthread_mutex_unlock(&a->mtx);
 	if (r != 0 && fd != -1)
 		close(fd);
+	return r;
+}
+
+int
+audit_release(struct audit *a, long to_pid)
+{
+	int r = 0;
+
+	if (a == NULL || a->path == NULL)
+		return 0;
+	pthread_mutex_lock(&a->mtx);
+	if (a->stage != AUDIT_OWN)
+		r = SL_ERR_EXISTS;
+	else {
+		a->hand_to = to_pid;
+		aw_stage_set(a, AUDIT_HANDING);
+		pthread_cond_signal(&a->wake);
+	}
+	pthread_mutex_unlock(&a->mtx);
 	return r;
 }
 

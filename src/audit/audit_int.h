@@ -25,6 +25,7 @@ enum audit_stage {
 	AUDIT_OWN,	/* this process */
 	AUDIT_HANDING,	/* the successor asked for it: let go next round */
 	AUDIT_FORWARD,	/* the successor: records are sent to it */
+	AUDIT_REMOTE,	/* the keys process writes it: rounds go there */
 };
 
 /* A record queued: a tree (control records) or flat (the data path). */
@@ -45,6 +46,9 @@ struct audit {
 	pthread_mutex_t	 mtx;
 	pthread_cond_t	 wake;		/* the writer: work to do */
 	pthread_cond_t	 room;		/* producers: the ring has room */
+	pthread_cond_t	 moved;		/* a round ended, durable moved */
+	uint64_t	 rounds;	/* rounds ended */
+	struct timespec	 figures_at;	/* REMOTE: when the keys process last answered */
 	struct slot	*ring;
 	size_t		 cap, head, n;
 	uint64_t	 tickets;	/* the last one given */
@@ -116,6 +120,13 @@ struct mark {
 };
 void	aw_mark_take(const struct audit *a, struct mark *m);
 void	aw_mark_restore(struct audit *a, const struct mark *m);
+
+/* audit_remote.c, for the writer thread (mtx not held), REMOTE. */
+int	aw_remote_round(struct audit *a, struct slot *batch, size_t n,
+	    int rotate, char **buf, size_t *cap);
+int	aw_remote_take(struct audit *a);
+int	aw_remote_release(struct audit *a);
+int	aw_remote_resume(struct audit *a, json_t *rec);
 
 /* audit_hand.c, for the writer thread (mtx not held). */
 /* AWAIT: waits for the takeover (mtx held); 0, or -1 when stopped first. */

@@ -327,10 +327,6 @@ worker_done_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * The signing key (for checkpoints, and identity tokens) and the audit
- * trail; before privileges are dropped.
- */
-/*
  * A child ended: when it is the keys process, every key is gone with it
  * and nothing could be served safely: the daemon stops.
  */
@@ -357,21 +353,18 @@ keys_died_cb(evutil_socket_t sig, short what, void *arg)
 		event_base_loopexit(d->base, NULL);
 }
 
+/*
+ * The audit queue: the keys process writes the trail (keyproc.h), this
+ * process queues records and waits for them as audit.h says.
+ */
 static int
 daemon_open_audit(struct daemon *d)
 {
 	const struct config *cfg = d->cfg;
 	struct audit_opts o;
-	const char *w = NULL;
 	char why[512];
 	int r;
 
-	if (cfg->signing_key != NULL &&
-	    (r = signkey_load(cfg->signing_key, &d->signkey, &w)) != 0) {
-		log_errx("config", "signing_key %s: %s", cfg->signing_key,
-		    w != NULL ? w : err_str(r));
-		return r;
-	}
 	memset(&o, 0, sizeof(o));
 	o.path = cfg->audit_path;
 	o.mode = cfg->audit_fsync;
@@ -381,7 +374,8 @@ daemon_open_audit(struct daemon *d)
 	o.checkpoint_records = cfg->audit.checkpoint_records;
 	o.checkpoint_ms = cfg->audit.checkpoint_ms;
 	o.syslog = cfg->audit.syslog;
-	o.sign = d->signkey;
+	/* Chained, signed and written by the keys process: rounds go there. */
+	o.chan = d->keys.audit;
 	o.await_pid = upgrade_from(d);	/* its predecessor writes it for now */
 	if ((r = audit_open(&o, &d->audit, why, sizeof(why))) != 0)
 		log_errx("audit", "%s", why);
@@ -482,7 +476,7 @@ daemon_run(struct config *cfg, char *const *argv)
 			goto out;
 	}
 	/* Before any key is loaded: from here on they are the keys process's. */
-	if (keyproc_start(cfg, worker_count(&d), &d.keys, why,
+	if (keyproc_start(cfg, worker_count(&d), upgrade_from(&d), &d.keys, why,
 	    sizeof(why)) != 0) {
 		log_errx("keys", "%s", why);
 		goto out;
@@ -601,7 +595,6 @@ daemon_run(struct config *cfg, char *const *argv)
 	if (d.applied_ev != NULL)
 		event_free(d.applied_ev);
 	audit_close(d.audit);
-	signkey_free(d.signkey);
 	dnsmem_free(d.dnsmem);
 	spend_free(d.spend);
 	mintcache_free(d.mints);

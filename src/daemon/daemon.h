@@ -54,7 +54,6 @@ struct daemon {
 	struct ssl_ctx_st	*tls_down;	/* interception, towards sandboxes */
 	struct tlsup		*tls_up;	/* interception, towards upstreams */
 	struct secret_store	*secrets;	/* NULL: secrets are off */
-	struct signkey		*signkey;	/* NULL: no signing_key */
 	struct dirwatch		*secret_watch;	/* secret_dir, or NULL */
 	struct dirwatch		*policy_watch;	/* watch_policies, or NULL */
 	struct event		*observe_ev;	/* observe.h */

@@ -2,9 +2,12 @@
  * keyproc.h: the keys process.  sluiced starts it before it loads any
  * key; it alone loads the gateway keys and keeps every sandbox's CA key
  * (kserve.h), has no network socket and reads no byte from a sandbox.
- * The process that serves sandboxes (here: the one that started it)
- * talks to it over channels of kproto.h: one for the control thread and
- * one a worker thread, and nothing else.  A request outside the table
+ * It also writes the audit trail: the hash chain, the signed checkpoints
+ * and the file are here, where a worker that is taken over cannot forge
+ * them (aserve.h).  The process that serves sandboxes (here: the one
+ * that started it) talks to it over channels of kproto.h: one for the
+ * control thread, one for the audit writer thread and one a worker
+ * thread, and nothing else.  A request outside the table
  * ends that process: the keys process kills it and exits.  The keys
  * process exits when the control channel closes; when it dies, the
  * other side stops (keyproc_died).
@@ -21,16 +24,20 @@ struct kchan;
 struct keyproc {
 	pid_t		 pid;
 	struct kchan	*ctl;		/* the control thread's channel */
+	struct kchan	*audit;		/* the audit writer thread's */
 	struct kchan	**workers;	/* one a worker thread */
 	size_t		 nworkers;
 };
 
 /*
- * Starts it with nworkers worker channels, says hello and takes the
- * store's derived keys when secrets are on.  0, or -1 with why (it could
- * not start, or its keys did not load: its own log says which).
+ * Starts it with nworkers worker channels and says hello.  It opens the
+ * audit trail (audit.path; await_pid: an upgrade's predecessor writes it
+ * until it lets go) with the first signing key for its checkpoints: the
+ * worker's writer sends its rounds over kp->audit.  0, or -1 with why
+ * (it could not start, or its keys or trail did not open: its own log
+ * says which).
  */
-int	keyproc_start(const struct config *cfg, size_t nworkers,
+int	keyproc_start(const struct config *cfg, size_t nworkers, long await_pid,
 	    struct keyproc *kp, char *why, size_t why_len);
 /* Tells it the start is over: from now on only the serving requests. */
 int	keyproc_ready(struct keyproc *kp, char *why, size_t why_len);

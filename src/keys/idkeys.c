@@ -7,8 +7,12 @@
 
 #include <jansson.h>
 
+#include "util/chan.h"
+#include "util/wire.h"
 #include "conf/config.h"
 #include "keys/idkeys.h"
+#include "keys/kclient.h"
+#include "keys/kproto.h"
 #include "keys/jwt.h"
 #include "keys/signkey.h"
 
@@ -65,6 +69,52 @@ documents(struct idkeys *k, const struct config *cfg)
 	return 0;
 }
 
+/*
+ * A worker process's set: the keys process loads the files and gives the
+ * public keys and the signer's kid; jwt_sign asks it for tokens.
+ */
+static int
+remote_load(const struct config *cfg, struct idkeys *k, struct errlist *errs)
+{
+	uint8_t *ans;
+	char why[KPROTO_WHY_MAX], kid[SIGNKEY_KID_MAX];
+	const uint8_t *der;
+	struct wire_r rd;
+	size_t n, len, i;
+	uint32_t npubs;
+	int r;
+
+	if ((ans = malloc(CHAN_MSG_MAX)) == NULL)
+		return SL_ERR_NOMEM;
+	if ((r = kclient_call(KPROTO_IDKEYS_LOAD, NULL, 0, ans, CHAN_MSG_MAX,
+	    &n, why)) != 0) {
+		errlist_add(errs, cfg->path, 0, 0, "signing keys: %s", why);
+		goto out;
+	}
+	r = SL_ERR_INVALID;
+	wire_r_init(&rd, ans, n);
+	wire_get_str(&rd, kid, sizeof(kid));
+	npubs = wire_get_u32(&rd);
+	if (rd.bad || npubs == 0 || npubs > cfg->nsigning_keys)
+		goto bad;
+	for (i = 0; i < npubs; i++) {
+		der = wire_get_bytes(&rd, KPROTO_SPKI_MAX, &len);
+		if (rd.bad || signpub_from_der(der, len, &k->pubs[i]) != 0)
+			goto bad;
+		k->npubs++;
+	}
+	if (wire_done(&rd) != 0 || strcmp(signpub_kid(k->pubs[0]), kid) != 0)
+		goto bad;
+	r = signkey_remote(kid, &k->sign);
+	goto out;
+ bad:
+	errlist_add(errs, cfg->path, 0, 0, "signing keys: a malformed answer "
+	    "from the keys process");
+ out:
+	free(ans);
+	return r;
+}
+
 int
 idkeys_load(const struct config *cfg, struct idkeys **out,
     struct errlist *errs)
@@ -84,6 +134,10 @@ idkeys_load(const struct config *cfg, struct idkeys **out,
 		return SL_ERR_NOMEM;
 	}
 	atomic_init(&k->refs, 1);
+	if (kclient_remote()) {
+		r = remote_load(cfg, k, errs);
+		goto done;
+	}
 	for (i = 0; i < cfg->nsigning_keys; i++) {
 		if ((r = signkey_load(cfg->signing_keys[i], &sk, &why)) != 0) {
 			errlist_add(errs, cfg->signing_keys[i], 0, 0,
@@ -101,6 +155,7 @@ idkeys_load(const struct config *cfg, struct idkeys **out,
 			signkey_free(sk);
 		sk = NULL;
 	}
+ done:
 	if (r == 0)
 		r = documents(k, cfg);
 	if (r != 0) {

@@ -226,6 +226,8 @@ jwt_sign(const struct signkey *k, const struct jwt_claims *c,
 	}
 	if ((r = claims_check(c)) != 0)
 		goto out;
+	if (signkey_is_remote(k))
+		return jwt_remote_sign(k, c, out, out_len, jti);
 	if ((r = new_jti(id)) != 0 ||
 	    (r = header_json(k, &hdr)) != 0 ||
 	    (r = payload_json(c, id, &pl)) != 0)

@@ -44,6 +44,9 @@ struct jwt_claims {
 long	jwt_sign(const struct signkey *k, const struct jwt_claims *c,
 	    char *out, size_t out_len, char jti[JWT_JTI_LEN + 1]);
 
+/* jwt_remote.c: jwt_sign's way for a key the keys process holds. */
+long	jwt_remote_sign(const struct signkey *k, const struct jwt_claims *c,
+	    char *out, size_t out_len, char jti[JWT_JTI_LEN + 1]);
 /*
  * Checks a compact token with p: three non-empty parts of strict
  * base64url (no padding, no other alphabet, no stray bits), the header a

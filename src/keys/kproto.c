@@ -1,6 +1,7 @@
 /* kproto.c: the table of requests to the keys process (kproto.h). */
 #include "autoconf.h"
 
+#include "util/chan.h"
 #include "keys/kproto.h"
 #include "keys/sealed.h"
 
@@ -34,6 +35,18 @@ static const struct kproto_row rows[] = {
 	{ KPROTO_LEAF_MINT, "leaf_mint", KPROTO_FROM_CTL | KPROTO_FROM_WORKER,
 	    KPROTO_WHEN_RUN, U64 + U32 + STR(1) + STR(1),
 	    U64 + U32 + STR(KPROTO_HOST_MAX) + STR(KPROTO_SPKI_MAX) },
+	{ KPROTO_IDKEYS_LOAD, "idkeys_load", KPROTO_FROM_CTL,
+	    KPROTO_WHEN_START | KPROTO_WHEN_RUN, 0, 0 },
+	/* kid, iss, sandbox, aud, then five optional claims; now, ttl. */
+	{ KPROTO_JWT_SIGN, "jwt_sign", KPROTO_FROM_CTL | KPROTO_FROM_WORKER,
+	    KPROTO_WHEN_RUN, 4 * STR(1) + 5 * STR(0) + U64 + U32,
+	    9 * STR(KPROTO_CLAIM_MAX) + U64 + U32 },
+	{ KPROTO_AUDIT_ROUND, "audit_round", KPROTO_FROM_AUDIT,
+	    KPROTO_WHEN_START | KPROTO_WHEN_RUN, U32 + U32, CHAN_MSG_MAX },
+	{ KPROTO_AUDIT_TAKEOVER, "audit_takeover", KPROTO_FROM_AUDIT,
+	    KPROTO_WHEN_START | KPROTO_WHEN_RUN, 0, 0 },
+	{ KPROTO_AUDIT_RELEASE, "audit_release", KPROTO_FROM_AUDIT,
+	    KPROTO_WHEN_RUN, U64, U64 },
 };
 
 const struct kproto_row *

@@ -8,7 +8,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include <openssl/crypto.h>
 #include <openssl/x509.h>
 #include <sodium.h>
 
@@ -17,10 +19,13 @@
 #include "util/wire.h"
 #include "conf/config.h"
 #include "keys/ca.h"
+#include "keys/idkeys.h"
+#include "keys/jwt.h"
 #include "keys/kproto.h"
 #include "keys/kserve.h"
 #include "keys/sealed.h"
 #include "keys/secrets.h"
+#include "keys/signkey.h"
 
 #define KS_BAD		1	/* a handler's "malformed" */
 #define CA_PREFIX	"sandbox-ca."
@@ -36,6 +41,7 @@ struct kserve {
 	const struct config *cfg;
 	struct secret_store *store;	/* NULL: secrets are off */
 	enum kproto_phase phase;
+	struct idkeys	*ids, *ids_prev;	/* identity tokens' keys: now, before the last load */
 	struct kca	*cas;		/* sorted by handle */
 	size_t		 ncas, cap;
 	uint64_t	 next;		/* the last handle given */
@@ -69,6 +75,8 @@ kserve_free(struct kserve *ks)
 	for (i = 0; i < ks->ncas; i++)
 		ca_free(ks->cas[i].ca);
 	free(ks->cas);
+	idkeys_unref(ks->ids);
+	idkeys_unref(ks->ids_prev);
 	secret_store_free(ks->store);
 	free(ks);
 }
@@ -435,6 +443,110 @@ h_leaf_mint(struct kserve *ks, struct wire_r *in, struct wire_w *out,
 	return r;
 }
 
+static int
+h_idkeys_load(struct kserve *ks, struct wire_r *in, struct wire_w *out,
+    char *why)
+{
+	struct errlist errs = ERRLIST_INIT;
+	struct idkeys *k = NULL;
+	uint8_t *der;
+	size_t i, len;
+	int r;
+
+	if ((r = idkeys_load(ks->cfg, &k, &errs)) != 0 || k == NULL) {
+		snprintf(why, KPROTO_WHY_MAX, "%s", errs.n > 0 ? errs.msgs[0] :
+		    "no signing_key is configured");
+		errlist_free(&errs);
+		return r != 0 ? r : SL_ERR_NOT_FOUND;
+	}
+	errlist_free(&errs);
+	wire_str(out, signkey_kid(k->sign));
+	wire_u32(out, (uint32_t)k->npubs);
+	for (i = 0; i < k->npubs; i++) {
+		if ((r = signpub_der(k->pubs[i], &der, &len)) != 0) {
+			idkeys_unref(k);
+			return r;
+		}
+		wire_bytes(out, der, len);
+		OPENSSL_free(der);
+	}
+	/* A token of the set before may still be asked for: kept one more load. */
+	idkeys_unref(ks->ids_prev);
+	ks->ids_prev = ks->ids;
+	ks->ids = k;
+	return out->over ? SL_ERR_TOO_BIG : 0;
+}
+
+/* The signing key of kid, in the set now or the one before. */
+static const struct signkey *
+signer(const struct kserve *ks, const char *kid)
+{
+	if (ks->ids != NULL && strcmp(signkey_kid(ks->ids->sign), kid) == 0)
+		return ks->ids->sign;
+	if (ks->ids_prev != NULL &&
+	    strcmp(signkey_kid(ks->ids_prev->sign), kid) == 0)
+		return ks->ids_prev->sign;
+	return NULL;
+}
+
+/* An optional claim: NULL when "". */
+static const char *
+opt(const char *s)
+{
+	return s[0] != '\0' ? s : NULL;
+}
+
+static int
+h_jwt_sign(struct kserve *ks, struct wire_r *in, struct wire_w *out,
+    char *why)
+{
+	char f[9][KPROTO_CLAIM_MAX + 1], tok[JWT_MAX], jti[JWT_JTI_LEN + 1];
+	const struct signkey *k;
+	struct jwt_claims c;
+	time_t now = time(NULL);
+	unsigned ttl_max = ks->cfg->token_ttl_ms < 1000 ? 1 :
+	    ks->cfg->token_ttl_ms / 1000;
+	int64_t at;
+	long len;
+	size_t i;
+
+	for (i = 0; i < 9; i++)
+		wire_get_str(in, f[i], sizeof(f[i]));
+	at = (int64_t)wire_get_u64(in);
+	memset(&c, 0, sizeof(c));
+	c.ttl = wire_get_u32(in);
+	if (wire_done(in) != 0)
+		return KS_BAD;
+	if ((k = signer(ks, f[0])) == NULL) {
+		snprintf(why, KPROTO_WHY_MAX, "no signing key with that kid");
+		return SL_ERR_NOT_FOUND;
+	}
+	/* Short-lived tokens of about now only: a worker cannot stock up. */
+	if (c.ttl == 0 || c.ttl > ttl_max || at < (int64_t)now - 300 ||
+	    at > (int64_t)now + 300) {
+		snprintf(why, KPROTO_WHY_MAX, "a token's time or life out of "
+		    "bounds");
+		return SL_ERR_INVALID;
+	}
+	c.now = (time_t)at;
+	c.iss = f[1];
+	c.sandbox = f[2];
+	c.aud = f[3];
+	c.team = opt(f[4]);
+	c.project = opt(f[5]);
+	c.htm = opt(f[6]);
+	c.htu = opt(f[7]);
+	c.body_sha256 = opt(f[8]);
+	if ((len = jwt_sign(k, &c, tok, sizeof(tok), jti)) < 0) {
+		snprintf(why, KPROTO_WHY_MAX, "cannot sign: %s", err_str((int)len));
+		return (int)len;
+	}
+	wire_bytes(out, tok, (size_t)len);
+	wire_str(out, jti);
+	OPENSSL_cleanse(tok, sizeof(tok));
+	return out->over ? SL_ERR_TOO_BIG : 0;
+}
+
 typedef int (*handler_fn)(struct kserve *, struct wire_r *, struct wire_w *,
     char *);
 
@@ -451,6 +563,8 @@ handler(enum kproto_type t)
 	case KPROTO_CA_SEAL:	return h_ca_seal;
 	case KPROTO_CA_DROP:	return h_ca_drop;
 	case KPROTO_LEAF_MINT:	return h_leaf_mint;
+	case KPROTO_IDKEYS_LOAD: return h_idkeys_load;
+	case KPROTO_JWT_SIGN:	return h_jwt_sign;
 	default:		return NULL;
 	}
 }

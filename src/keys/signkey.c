@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@
 
 #include "util/err.h"
 #include "util/keyfile.h"
+#include "keys/kclient.h"
 #include "keys/signkey.h"
 
 #define COORD_LEN	32		/* a P-256 coordinate, and r and s */
@@ -179,6 +181,11 @@ signkey_load(const char *path, struct signkey **out, const char **why)
 	size_t len;
 	int r;
 
+	if (kclient_remote()) {
+		r = SL_ERR_DENIED;
+		w = "a worker process holds no signing key";
+		goto out;
+	}
 	if ((r = keyfile_read(path, 1, &pem, &len, &w)) != 0)
 		goto out;
 	if ((r = pem_p256(pem, len, 1, &pkey, &w)) != 0)
@@ -205,6 +212,26 @@ signkey_load(const char *path, struct signkey **out, const char **why)
 	if (r != 0 && why != NULL)
 		*why = w;
 	return r;
+}
+
+int
+signkey_remote(const char *kid, struct signkey **out)
+{
+	struct signkey *k;
+
+	if (strlen(kid) >= sizeof(k->kid))
+		return SL_ERR_INVALID;
+	if ((k = calloc(1, sizeof(*k))) == NULL)
+		return SL_ERR_NOMEM;
+	snprintf(k->kid, sizeof(k->kid), "%s", kid);
+	*out = k;
+	return 0;
+}
+
+int
+signkey_is_remote(const struct signkey *k)
+{
+	return k->pkey == NULL;
 }
 
 void
@@ -286,6 +313,9 @@ signkey_sign(const struct signkey *k, const uint8_t *msg, size_t len,
 	EVP_MD_CTX *ctx;
 	int r = SL_ERR_INTERNAL;
 
+	/* The keys process signs whole tokens only, never bytes it is given. */
+	if (k->pkey == NULL)
+		return SL_ERR_DENIED;
 	/* A context a call: the key is shared, nothing else is. */
 	if ((ctx = EVP_MD_CTX_new()) == NULL) {
 		r = SL_ERR_NOMEM;
@@ -346,6 +376,37 @@ signkey_public(const struct signkey *k, struct signpub **out)
 	EVP_PKEY_free(pub);
 	OPENSSL_free(der);
 	ERR_clear_error();
+	return r;
+}
+
+int
+signpub_der(const struct signpub *p, uint8_t **der, size_t *len)
+{
+	uint8_t *d = NULL;
+	int n;
+
+	if ((n = i2d_PUBKEY(p->pkey, &d)) <= 0)
+		return SL_ERR_INTERNAL;
+	*der = d;
+	*len = (size_t)n;
+	return 0;
+}
+
+int
+signpub_from_der(const uint8_t *der, size_t len, struct signpub **out)
+{
+	EVP_PKEY *pub = NULL;
+	const uint8_t *q = der;
+	int r;
+
+	if (len > INT_MAX || (pub = d2i_PUBKEY(NULL, &q, (long)len)) == NULL ||
+	    q != der + len || !is_p256(pub)) {
+		EVP_PKEY_free(pub);
+		ERR_clear_error();
+		return SL_ERR_INVALID;
+	}
+	if ((r = signpub_new(pub, out)) != 0)
+		EVP_PKEY_free(pub);
 	return r;
 }
 

@@ -36,6 +36,13 @@ struct signpub;
  */
 int	signkey_load(const char *path, struct signkey **out, const char **why);
 void	signkey_free(struct signkey *k);		/* accepts NULL */
+/*
+ * A key the keys process holds (kclient.h), known here by its kid:
+ * jwt_sign asks there for whole tokens; signkey_sign refuses it
+ * (SL_ERR_DENIED), so no process but the keys process signs bytes.
+ */
+int	signkey_remote(const char *kid, struct signkey **out);
+int	signkey_is_remote(const struct signkey *k);
 const char *signkey_kid(const struct signkey *k);
 /*
  * The raw r||s of a P-256 DER ECDSA-Sig-Value, each left-padded to 32
@@ -58,6 +65,9 @@ int	signkey_public(const struct signkey *k, struct signpub **out);
  */
 int	signpub_load(const char *path, struct signpub **out, const char **why);
 void	signpub_free(struct signpub *p);		/* accepts NULL */
+/* A public key as DER SubjectPublicKeyInfo (*der: OPENSSL_free it), and back. */
+int	signpub_der(const struct signpub *p, uint8_t **der, size_t *len);
+int	signpub_from_der(const uint8_t *der, size_t len, struct signpub **out);
 const char *signpub_kid(const struct signpub *p);
 /*
  * 0 when sig is a valid ES256 signature of msg, else SL_ERR_INVALID (or

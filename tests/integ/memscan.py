@@ -5,6 +5,8 @@
   memscan.py has PID HEX...       prints each HEX (bytes) found, one a line
   memscan.py gwkey KEYFILE         prints the raw X25519 private key of a
                                    PEM PKCS#8 gateway.key, in hex
+  memscan.py scalar KEYFILE        prints the private scalar of a PEM EC key
+                                   (signing.key), in hex, big-endian
   memscan.py cakey PID CERT        prints, in hex, the private scalar of the
                                    CA certificate CERT (PEM) found in PID's
                                    memory as a SEC1 DER ECPrivateKey, if any
@@ -71,6 +73,13 @@ def gwkey(path):
     return der[-32:]
 
 
+def scalar(path):
+    from cryptography.hazmat.primitives import serialization
+
+    k = serialization.load_pem_private_key(open(path, "rb").read(), None)
+    return k.private_numbers().private_value.to_bytes(32, "big")
+
+
 def cakey(pid, certpath):
     from cryptography import x509
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -106,6 +115,9 @@ def main(argv):
         return 0
     if len(argv) == 2 and argv[0] == "gwkey":
         print(gwkey(argv[1]).hex())
+        return 0
+    if len(argv) == 2 and argv[0] == "scalar":
+        print(scalar(argv[1]).hex())
         return 0
     if len(argv) == 3 and argv[0] == "cakey":
         d = cakey(int(argv[1]), argv[2])

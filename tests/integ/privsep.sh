@@ -8,13 +8,16 @@
 #   tree_keys        sluiced has one child, "sluiced: keys" (comm
 #                    sluiced-keys); GET /v1/status lists both with pids
 #   keys_no_net      the keys process has no socket but its channels
-#                    (AF_UNIX), no listener, nothing of the network
+#                    (AF_UNIX: control, audit, one a worker), no
+#                    listener; the one file it has open is the trail
 #   keys_no_dump     the keys process cannot dump core
 #   icpt_works       an intercepted request gets its injected credential
 #                    upstream: leaves are minted over the channel
 #   gwkey_where      the gateway's private key is in the keys process's
 #                    memory and nowhere in sluiced's
 #   cakey_where      box's CA private key likewise, after a leaf was minted
+#   signkey_where    the signing key (identity tokens, checkpoints)
+#                    likewise; the trail still verifies with signing.pub
 #   key_files        sluiced has no key file open
 #   restart_ca       a restart restores box's CA from state_dir (opened by
 #                    the keys process): the same certificate, and a new
@@ -118,11 +121,11 @@ keys_no_net() {
 			in_ns "$NS_GW" awk -v i="$ino" '$7 == i { f = 1 } END { exit !f }' /proc/net/unix ||
 			    { why="fd $fd is a socket that is not AF_UNIX ($link)"; return 1; }
 			n=$((n + 1)) ;;
-		/dev/null|/dev/pts/*|pipe:*|*/sluiced.log) ;;
+		/dev/null|/dev/pts/*|pipe:*|*/sluiced.log|"$AUDIT") ;;
 		*) why="the keys process has $link open"; return 1 ;;
 		esac
 	done
-	[ "$n" = 3 ] || { why="$n channels, want 3 (control and 2 workers)"; return 1; }
+	[ "$n" = 4 ] || { why="$n channels, want 4 (control, audit and 2 workers)"; return 1; }
 }
 
 keys_no_dump() {
@@ -161,6 +164,19 @@ cakey_where() {
 	[ ${#d} = 64 ] || { why="box's CA key is not in the keys process (the scan is blind)"; return 1; }
 	! in_mem "$SL_PID" "$d" || { why="sluiced's memory holds box's CA key"; return 1; }
 	! in_mem "$SL_PID" "$(rev "$d")" || { why="sluiced's memory holds box's CA key (as a bignum)"; return 1; }
+}
+
+signkey_where() {
+	local d k
+	k=$(keys_pid)
+	d=$("$PY" "$MEMSCAN" scalar "$KEYS/sign/signing.key") && [ ${#d} = 64 ] ||
+	    { why="cannot read the signing key"; return 1; }
+	in_mem "$k" "$d" || in_mem "$k" "$(rev "$d")" ||
+	    { why="the keys process does not hold the signing key (the scan is blind)"; return 1; }
+	! in_mem "$SL_PID" "$d" || { why="sluiced's memory holds the signing key"; return 1; }
+	! in_mem "$SL_PID" "$(rev "$d")" || { why="sluiced's memory holds the signing key (as a bignum)"; return 1; }
+	"$SLUICECTL" audit verify --open "$AUDIT" --pub "$KEYS/sign/signing.pub" >"$WORK/verify.out" 2>&1 ||
+	    { why="audit verify: $(tail -2 "$WORK/verify.out" | tr '\n' ' ')"; return 1; }
 }
 
 key_files() {
@@ -219,6 +235,7 @@ check keys_no_dump keys_no_dump
 check icpt_works icpt_works
 check gwkey_where gwkey_where
 check cakey_where cakey_where
+check signkey_where signkey_where
 check key_files key_files
 check restart_ca restart_ca
 check violation violation
