@@ -179,7 +179,8 @@ serve(struct kserve *ks, struct pollfd *pf, const unsigned *roles, size_t n,
 			if (pf[i].fd == -1 || pf[i].revents == 0)
 				continue;
 			r = chan_recv(pf[i].fd, &h, req, CHAN_MSG_MAX, NULL, 0);
-			if (r == 0 || (r == SL_ERR_IO && errno != EAGAIN)) {
+			if (r == 0 || (r == SL_ERR_IO && errno != ETIMEDOUT &&
+			    errno != EAGAIN)) {
 				if (roles[i] == KPROTO_FROM_CTL)
 					return;		/* the worker is gone */
 				close(pf[i].fd);

@@ -367,8 +367,13 @@ ca_load(const char *cert_pem, size_t cert_len, const char *key_b64,
 	    NULL, sodium_base64_VARIANT_ORIGINAL) != 0 || dlen == 0)
 		goto out;
 	p = der;
+	/*
+	 * The certificate must be the key's own, signed by it, and a CA: one
+	 * re-signed elsewhere with other dates or names must not pass for it.
+	 */
 	if ((pkey = d2i_AutoPrivateKey(NULL, &p, (long)dlen)) == NULL ||
-	    p != der + dlen || X509_check_private_key(ca->cert, pkey) != 1)
+	    p != der + dlen || X509_check_private_key(ca->cert, pkey) != 1 ||
+	    X509_verify(ca->cert, pkey) != 1 || X509_check_ca(ca->cert) < 1)
 		goto out;
 	if ((r = keep_key(ca, der, dlen)) != 0)
 		goto out;

@@ -279,6 +279,19 @@ h_ca_new(struct kserve *ks, struct wire_r *in, struct wire_w *out,
 	return r;
 }
 
+/* Whether ca's certificate is the one ca_new makes for sandbox id. */
+static int
+named(const struct ca *ca, const char *id)
+{
+	char cn[128], want[128];
+	int n;
+
+	n = X509_NAME_get_text_by_NID(X509_get_subject_name(ca_cert(ca)),
+	    NID_commonName, cn, sizeof(cn));
+	snprintf(want, sizeof(want), "sluice sandbox %s CA", id);
+	return n > 0 && strcmp(cn, want) == 0;
+}
+
 static int
 h_ca_open(struct kserve *ks, struct wire_r *in, struct wire_w *out,
     char *why)
@@ -316,7 +329,12 @@ h_ca_open(struct kserve *ks, struct wire_r *in, struct wire_w *out,
 	    (const char *)s->value, s->value_len, &ca)) != 0)
 		snprintf(why, KPROTO_WHY_MAX, "its CA does not load: %s%s",
 		    err_str(r), r == SL_ERR_IO ? " (raise RLIMIT_MEMLOCK)" : "");
-	else if ((r = ca_keep(ks, id, ca, &handle)) == 0)
+	else if (!named(ca, id)) {
+		snprintf(why, KPROTO_WHY_MAX, "its certificate is another "
+		    "sandbox's");
+		ca_free(ca);
+		r = SL_ERR_INVALID;
+	} else if ((r = ca_keep(ks, id, ca, &handle)) == 0)
 		r = put_ca(out, handle, ca);
 	sealed_secret_free(s);
 	return r;

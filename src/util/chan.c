@@ -141,8 +141,14 @@ chan_recv(int fd, struct chan_hdr *h, void *buf, size_t cap, int *passfd,
 		if (errno != EAGAIN || wait_for(fd, POLLIN, timeout_ms) != 0)
 			return SL_ERR_IO;
 	}
-	if (n == 0)
-		return 0;
+	if (n == 0) {
+		/* An empty record is not the end: only a hang-up is. */
+		struct pollfd p = { fd, POLLIN | POLLRDHUP, 0 };
+
+		if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP)))
+			return 0;
+		return SL_ERR_INVALID;
+	}
 	if (take_fds(&m, passfd) || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    (size_t)n < sizeof(*h) || h->len != (size_t)n - sizeof(*h) ||
 	    h->len > CHAN_MSG_MAX)

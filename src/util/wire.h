@@ -134,13 +134,16 @@ wire_get_bytes(struct wire_r *r, size_t max, size_t *n)
 {
 	uint32_t len = wire_get_u32(r);
 
+	const uint8_t *v;
+
 	*n = 0;
 	if (r->bad || len > max) {
 		r->bad = 1;
 		return NULL;
 	}
-	*n = len;
-	return wire_take(r, len);
+	if ((v = wire_take(r, len)) != NULL)
+		*n = len;
+	return v;
 }
 
 /*
