@@ -1,6 +1,7 @@
 /* aserve.c: a remote trail's requests, in the keys process (aserve.h). */
 #include "autoconf.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,73 +50,221 @@ boundary(const uint32_t *starts, size_t n, uint32_t off, uint32_t len)
 	return 0;
 }
 
+/*
+ * The JSON of a record body, checked as it is written (auditfmt.h's
+ * canonical form, which arec.c writes): a value is a string, an integer,
+ * true, false, null, an object or an array, nested DEPTH_MAX deep at
+ * most; strings are printable ASCII with JSON's escapes.  Each function
+ * takes b[*i..len) and moves *i past what it read; -1 when it is not so.
+ */
+#define DEPTH_MAX	32
+
+static int	value(const char *b, size_t len, size_t *i, int depth);
+
+static int
+string(const char *b, size_t len, size_t *i)
+{
+	size_t k;
+
+	if (*i >= len || b[*i] != '"')
+		return -1;
+	for ((*i)++; *i < len; (*i)++) {
+		if (b[*i] == '"') {
+			(*i)++;
+			return 0;
+		}
+		if (b[*i] != '\\')
+			continue;
+		if (++(*i) >= len)
+			return -1;
+		switch (b[*i]) {
+		case '"': case '\\': case '/': case 'b': case 'f': case 'n':
+		case 'r': case 't':
+			break;
+		case 'u':
+			for (k = 1; k <= 4; k++)
+				if (*i + k >= len || !isxdigit((unsigned char)b[*i + k]))
+					return -1;
+			*i += 4;
+			break;
+		default:
+			return -1;
+		}
+	}
+	return -1;
+}
+
+static int
+integer(const char *b, size_t len, size_t *i)
+{
+	size_t s;
+
+	if (*i < len && b[*i] == '-')
+		(*i)++;
+	s = *i;
+	while (*i < len && b[*i] >= '0' && b[*i] <= '9' && *i - s < 20)
+		(*i)++;
+	if (*i == s || (b[s] == '0' && *i - s > 1) || (*i < len &&
+	    b[*i] >= '0' && b[*i] <= '9'))
+		return -1;
+	return 0;
+}
+
+static int
+word(const char *b, size_t len, size_t *i, const char *w)
+{
+	size_t n = strlen(w);
+
+	if (len - *i < n || memcmp(b + *i, w, n) != 0)
+		return -1;
+	*i += n;
+	return 0;
+}
+
+/* Members of an object after its '{' (or of a body after its ','). */
+static int
+members(const char *b, size_t len, size_t *i, int depth, char end)
+{
+	if (*i < len && b[*i] == end) {
+		(*i)++;
+		return 0;
+	}
+	for (;;) {
+		if (string(b, len, i) != 0 || *i >= len || b[(*i)++] != ':' ||
+		    value(b, len, i, depth) != 0 || *i > len)
+			return -1;
+		if (end == '\0' && *i == len)
+			return 0;
+		if (*i >= len)
+			return -1;
+		if (b[*i] == end) {
+			(*i)++;
+			return 0;
+		}
+		if (b[(*i)++] != ',')
+			return -1;
+	}
+}
+
+static int
+elements(const char *b, size_t len, size_t *i, int depth)
+{
+	if (*i < len && b[*i] == ']') {
+		(*i)++;
+		return 0;
+	}
+	for (;;) {
+		if (value(b, len, i, depth) != 0 || *i >= len)
+			return -1;
+		if (b[*i] == ']') {
+			(*i)++;
+			return 0;
+		}
+		if (b[(*i)++] != ',')
+			return -1;
+	}
+}
+
+static int
+value(const char *b, size_t len, size_t *i, int depth)
+{
+	if (*i >= len || depth > DEPTH_MAX)
+		return -1;
+	switch (b[*i]) {
+	case '"':
+		return string(b, len, i);
+	case '{':
+		(*i)++;
+		return members(b, len, i, depth + 1, '}');
+	case '[':
+		(*i)++;
+		return elements(b, len, i, depth + 1);
+	case 't':
+		return word(b, len, i, "true");
+	case 'f':
+		return word(b, len, i, "false");
+	case 'n':
+		return word(b, len, i, "null");
+	default:
+		return integer(b, len, i);
+	}
+}
+
+/*
+ * The top-level members of f: where each starts, and the key of each;
+ * the record's "type" (a string) into *type and *tlen.  0, or -1.
+ */
+static int
+top_members(const struct aflat *f, uint32_t *starts, size_t max, size_t *n,
+    const char **type, size_t *tlen, int *ts, const char **why)
+{
+	const char *b = f->body, *k;
+	size_t i = 1, klen, v;
+
+	*n = 0;
+	while (i < f->len) {
+		if (*n == max)
+			return -1;
+		starts[(*n)++] = (uint32_t)(i - 1);
+		k = b + i + 1;
+		if (string(b, f->len, &i) != 0)
+			return -1;
+		klen = (size_t)(b + i - k) - 1;
+		if (i >= f->len || b[i++] != ':')
+			return -1;
+		if ((klen == 3 && memcmp(k, "seq", 3) == 0) ||
+		    (klen == 4 && (memcmp(k, "prev", 4) == 0 ||
+		    memcmp(k, "hash", 4) == 0))) {
+			*why = "a record with its own seq, prev or hash";
+			return -2;
+		}
+		/* Keys are the writer's constants: an escape hides one. */
+		if (memchr(k, '\\', klen) != NULL)
+			return -1;
+		*ts |= klen == 2 && memcmp(k, "ts", 2) == 0;
+		v = i;
+		if (value(b, f->len, &i, 1) != 0)
+			return -1;
+		if (klen == 4 && memcmp(k, "type", 4) == 0) {
+			if (b[v] != '"' || memchr(b + v, '\\', i - v) != NULL)
+				return -1;
+			*type = b + v + 1;
+			*tlen = i - v - 2;
+		}
+		if (i == f->len)
+			return 0;
+		if (b[i++] != ',')
+			return -1;
+	}
+	return -1;
+}
+
 int
 aserve_check_flat(const struct aflat *f, const char **why)
 {
-	const char *b = f->body, *type = NULL, *k;
 	uint32_t starts[AREC_MEMBERS + 8];
-	size_t i, n = 0, klen, tlen = 0;
-	int depth = 1, in_str = 0, esc = 0, ts = 0;
+	const char *type = NULL;
+	size_t i, n = 0, tlen = 0;
+	int ts = 0, r;
 
-	if (f->len < 2 || f->len > FLAT_MAX || b[0] != ',' ||
+	if (f->len < 2 || f->len > FLAT_MAX || f->body[0] != ',' ||
 	    f->at_hash > f->at_prev || f->at_prev > f->at_seq ||
 	    f->at_seq > f->len) {
 		*why = "a record out of shape";
 		return -1;
 	}
-	for (i = 0; i < f->len; i++) {
-		unsigned char c = (unsigned char)b[i];
-
-		if (c < 0x20 || c > 0x7e) {
+	for (i = 0; i < f->len; i++)
+		if ((unsigned char)f->body[i] < 0x20 ||
+		    (unsigned char)f->body[i] > 0x7e) {
 			*why = "a record with a byte that is not printable ASCII";
 			return -1;
 		}
-		if (in_str) {
-			if (esc)
-				esc = 0;
-			else if (c == '\\')
-				esc = 1;
-			else if (c == '"')
-				in_str = 0;
-			continue;
-		}
-		if (c == '"') {
-			in_str = 1;
-			continue;
-		}
-		if (c == '{' || c == '[')
-			depth++;
-		else if (c == '}' || c == ']') {
-			if (--depth < 1)
-				goto shape;
-		} else if (c == ',' && depth == 1) {
-			/* A member: ,"key":value */
-			if (n == sizeof(starts) / sizeof(starts[0]) ||
-			    i + 1 >= f->len || b[i + 1] != '"')
-				goto shape;
-			starts[n++] = (uint32_t)i;
-			k = b + i + 2;
-			klen = strcspn(k, "\"");
-			if ((size_t)(k - b) + klen + 2 > f->len ||
-			    k[klen] != '"' || k[klen + 1] != ':')
-				goto shape;
-			if ((klen == 3 && memcmp(k, "seq", 3) == 0) ||
-			    (klen == 4 && (memcmp(k, "prev", 4) == 0 ||
-			    memcmp(k, "hash", 4) == 0))) {
-				*why = "a record with its own seq, prev or hash";
-				return -1;
-			}
-			if (klen == 2 && memcmp(k, "ts", 2) == 0)
-				ts = 1;
-			if (klen == 4 && memcmp(k, "type", 4) == 0 &&
-			    k[klen + 2] == '"') {
-				type = k + klen + 3;
-				tlen = strcspn(type, "\"");
-			}
-		}
+	if ((r = top_members(f, starts, sizeof(starts) / sizeof(starts[0]),
+	    &n, &type, &tlen, &ts, why)) != 0) {
+		if (r == -1)
+			*why = "a record that is not one JSON object";
+		return -1;
 	}
-	if (in_str || depth != 1)
-		goto shape;
 	if (type == NULL || !ts) {
 		*why = "a record without its type or time";
 		return -1;
@@ -126,12 +275,11 @@ aserve_check_flat(const struct aflat *f, const char **why)
 	}
 	if (!boundary(starts, n, f->at_hash, f->len) ||
 	    !boundary(starts, n, f->at_prev, f->len) ||
-	    !boundary(starts, n, f->at_seq, f->len))
-		goto shape;
+	    !boundary(starts, n, f->at_seq, f->len)) {
+		*why = "a record whose chain members go inside another";
+		return -1;
+	}
 	return 0;
- shape:
-	*why = "a record that is not one JSON object";
-	return -1;
 }
 
 /* A text record: a JSON object whose type is not the writer's. */
