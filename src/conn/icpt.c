@@ -523,17 +523,17 @@ icpt_fail_unsent(struct icpt *ic, unsigned n, size_t keep, int status,
 		icpt_up_failed(ic, status, reason, detail);	/* all of it */
 		return;
 	}
-	/* Their bytes go; those of older requests, before them, stay. */
+	/* Their bytes go (wiped: a credential may be in them); older ones stay. */
 	if (keep == 0)
-		evbuffer_drain(ic->held, evbuffer_get_length(ic->held));
+		loop_evbuffer_wipe_drain(ic->held, evbuffer_get_length(ic->held));
 	else if ((older = evbuffer_new()) == NULL ||
-	    evbuffer_remove_buffer(ic->held, older, keep) != (int)keep) {
+	    loop_evbuffer_move_wiped(ic->held, older, keep) != 0) {
 		if (older != NULL)
-			evbuffer_free(older);
+			loop_evbuffer_wipe_free(older);
 		icpt_end(ic, "out-of-memory");
 		return;
 	} else {
-		evbuffer_drain(ic->held, evbuffer_get_length(ic->held));
+		loop_evbuffer_wipe_drain(ic->held, evbuffer_get_length(ic->held));
 		evbuffer_add_buffer(ic->held, older);
 		evbuffer_free(older);
 	}
@@ -848,7 +848,7 @@ icpt_free(struct icpt *ic)
 	http_reqs_free(ic->reqs);
 	http_resps_free(ic->resps);
 	if (ic->held != NULL)
-		evbuffer_free(ic->held);
+		loop_evbuffer_wipe_free(ic->held);
 	while (ic->npins > 0)
 		free(ic->pins[--ic->npins]);
 	icpt_refusal_drop(ic);

@@ -74,8 +74,11 @@ icpt_up_release(struct icpt *ic)
 	}
 	/* Older requests do not wait for a newer one's record. */
 	if (ic->held_free > 0) {
-		evbuffer_remove_buffer(ic->held, tstream_output(ic->up),
-		    ic->held_free);
+		if (loop_evbuffer_move_wiped(ic->held, tstream_output(ic->up),
+		    ic->held_free) != 0) {
+			icpt_end(ic, "out-of-memory");
+			return;
+		}
 		ic->q_sent = ic->held_free_q;
 		ic->held_free = 0;
 	}
@@ -317,6 +320,8 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
 	if ((ic->up = tstream_new(c->l->base, -1, ssl,
 	    TSTREAM_CONNECT)) == NULL)
 		return open_failed(ic, 502, "upstream-tls-error", NULL);
+	/* Injected heads and identity tokens go this way: wiped as they go. */
+	tstream_wipe(ic->up);
 	tstream_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb, ic);
 	tstream_set_timeout(ic->up, cfg->timeouts.connect);
 	tstream_set_wlow(ic->up, ICPT_HIGH / 2);

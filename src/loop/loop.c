@@ -34,22 +34,63 @@ loop_scratch(struct loop *l)
 }
 
 void
-loop_evbuffer_wipe_free(struct evbuffer *b)
+loop_evbuffer_wipe_drain(struct evbuffer *b, size_t n)
 {
 	struct evbuffer_iovec v[16];
-	int i, n;
+	size_t len, m;
+	int i, k;
 
-	/* Drained chain by chain: each one's bytes wiped before it goes. */
-	while ((n = evbuffer_peek(b, -1, NULL, v, 16)) > 0) {
-		size_t len = 0;
-
-		for (i = 0; i < n && i < 16; i++) {
-			sodium_memzero(v[i].iov_base, v[i].iov_len);
-			len += v[i].iov_len;
+	if (n > evbuffer_get_length(b))
+		n = evbuffer_get_length(b);
+	/* Chain by chain: each one's bytes wiped before it goes. */
+	while (n > 0 && (k = evbuffer_peek(b, (ssize_t)n, NULL, v, 16)) > 0) {
+		for (i = 0, len = 0; i < k && i < 16 && len < n; i++) {
+			m = v[i].iov_len < n - len ? v[i].iov_len : n - len;
+			sodium_memzero(v[i].iov_base, m);
+			len += m;
 		}
 		evbuffer_drain(b, len);
+		n -= len;
 	}
+}
+
+void
+loop_evbuffer_wipe_free(struct evbuffer *b)
+{
+	loop_evbuffer_wipe_drain(b, evbuffer_get_length(b));
 	evbuffer_free(b);
+}
+
+int
+loop_evbuffer_move_wiped(struct evbuffer *src, struct evbuffer *dst,
+    size_t n)
+{
+	struct evbuffer_iovec v[16];
+	size_t len = 0, m, done = 0;
+	int i, k;
+
+	if (n > evbuffer_get_length(src))
+		n = evbuffer_get_length(src);
+	if (evbuffer_expand(dst, n) != 0)
+		return -1;
+	while (done < n) {
+		struct evbuffer_ptr at;
+
+		if (evbuffer_ptr_set(src, &at, done, EVBUFFER_PTR_SET) != 0 ||
+		    (k = evbuffer_peek(src, (ssize_t)(n - done), &at, v,
+		    16)) <= 0)
+			return -1;
+		for (i = 0, len = 0; i < k && i < 16 && done + len < n; i++) {
+			m = v[i].iov_len < n - done - len ? v[i].iov_len :
+			    n - done - len;
+			if (evbuffer_add(dst, v[i].iov_base, m) != 0)
+				return -1;
+			len += m;
+		}
+		done += len;
+	}
+	loop_evbuffer_wipe_drain(src, n);
+	return 0;
 }
 
 void

@@ -94,6 +94,15 @@ char	*loop_scratch(struct loop *l);
  */
 struct evbuffer;
 void	loop_evbuffer_wipe_free(struct evbuffer *b);
+/* Drains n bytes of b (at most all), each wiped before it goes. */
+void	loop_evbuffer_wipe_drain(struct evbuffer *b, size_t n);
+/*
+ * Moves n bytes (at most all) from src to the end of dst, wiping them in
+ * src: evbuffer_remove_buffer would leave the bytes it copies out of a
+ * chain it splits in that chain, unwiped.  0, or -1 when out of memory.
+ */
+int	loop_evbuffer_move_wiped(struct evbuffer *src, struct evbuffer *dst,
+	    size_t n);
 /* Frees what l keeps for reuse (its freelists). */
 void	loop_caches_clear(struct loop *l);
 /*

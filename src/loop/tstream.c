@@ -12,14 +12,17 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <sodium.h>
 
 #include "util/clock.h"
+#include "loop/loop.h"
 #include "loop/tstream.h"
 
 #define TS_RECORD	16384	/* plaintext per SSL_write: one full record */
@@ -49,6 +52,7 @@ struct tstream {
 	int		 read_on;
 	int		 eof;		/* the peer's end was read */
 	int		 wmore;		/* the record being sent is not the last */
+	int		 wipe;		/* output is wiped as it goes (tstream_wipe) */
 	int		 rshort;	/* the last recv got less than it asked */
 	struct evbuffer	*in, *out;
 	uint8_t		*pre;		/* the prefix (TLS): read first */
@@ -419,6 +423,43 @@ connected_step(struct tstream *ts)
 		schedule_write(ts);
 }
 
+/*
+ * write_some for a stream whose output is wiped: the front is copied to
+ * a staging buffer (evbuffer_pullup would leave unwiped copies in the
+ * chains it merges), sent from there, and wiped in both places once
+ * taken.  The TLS library's own record buffer is not ours to wipe.
+ */
+static int
+write_wiped(struct tstream *ts, size_t len)
+{
+	static _Thread_local unsigned char stage[TS_RECORD];
+	ssize_t n;
+	int r, e;
+
+	if (len > sizeof(stage))
+		len = sizeof(stage);
+	if (evbuffer_copyout(ts->out, stage, len) != (ssize_t)len)
+		return -1;
+	ts->wmore = evbuffer_get_length(ts->out) > len;
+	if (ts->ssl == NULL) {
+		n = send(ts->fd, stage, len, MSG_NOSIGNAL |
+		    (ts->wmore ? MSG_MORE : 0));
+		r = n > 0 ? (int)n : n < 0 && (errno == EAGAIN ||
+		    errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
+	} else {
+		ERR_clear_error();
+		if ((r = SSL_write(ts->ssl, stage, (int)len)) <= 0) {
+			e = SSL_get_error(ts->ssl, r);
+			r = e == SSL_ERROR_WANT_WRITE ||
+			    e == SSL_ERROR_WANT_READ ? 0 : -1;
+		}
+	}
+	sodium_memzero(stage, len);
+	if (r > 0)
+		loop_evbuffer_wipe_drain(ts->out, (size_t)r);
+	return r;
+}
+
 /* One write of the output's front: > 0 bytes, 0 would block, -1 failed. */
 static int
 write_some(struct tstream *ts)
@@ -427,6 +468,8 @@ write_some(struct tstream *ts)
 	unsigned char *p;
 	int r, e;
 
+	if (ts->wipe)
+		return write_wiped(ts, len);
 	if (ts->ssl == NULL) {
 		r = evbuffer_write(ts->out, ts->fd);
 		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
@@ -813,8 +856,16 @@ tstream_free(struct tstream *ts)
 		close(ts->fd);
 	if (ts->in != NULL)
 		evbuffer_free(ts->in);
-	if (ts->out != NULL)
+	if (ts->out != NULL && ts->wipe)
+		loop_evbuffer_wipe_free(ts->out);
+	else if (ts->out != NULL)
 		evbuffer_free(ts->out);
 	free(ts->pre);
 	free(ts);
+}
+
+void
+tstream_wipe(struct tstream *ts)
+{
+	ts->wipe = 1;
 }

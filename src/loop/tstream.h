@@ -102,5 +102,11 @@ unsigned long tstream_ssl_error(const struct tstream *ts);
 void	tstream_quiet(struct tstream *ts);
 /* Closes the socket, frees the SSL and the buffers; accepts NULL. */
 void	tstream_free(struct tstream *ts);
+/*
+ * From now on the output is wiped as it goes out (and what is left when
+ * the stream is freed): for a stream that carries credentials (an
+ * upstream of interception).  It costs a copy of what is written.
+ */
+void	tstream_wipe(struct tstream *ts);
 
 #endif

@@ -34,6 +34,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "loop/loop.h"
 #include "loop/tstream.h"
 
 #define MAXEV	16
@@ -495,6 +496,124 @@ tls_both_ways(struct world *w)
 	free(upb);
 	free(got);
 	free(want);
+}
+
+/* ---- wiping --------------------------------------------------------- */
+
+static int g_ref_freed;
+
+static void
+ref_cleanup(const void *data, size_t len, void *arg)
+{
+	g_ref_freed++;
+}
+
+/* Whether p[0..n) is all zeros. */
+static int
+zeros(const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != 0)
+			return 0;
+	return 1;
+}
+
+/*
+ * A wiped stream's output, given as chains that are the test's own memory
+ * (a credential's bytes, then more): the peer gets every byte, and each
+ * byte of the test's memory is zero once it went out.
+ */
+static void
+t_tls_wipe_output(void **state)
+{
+	struct world *w = *state;
+	const size_t big = 40 * 1024;
+	uint8_t head[] = "GET / HTTP/1.1\r\nAuthorization: Bearer s3cr3t\r\n\r\n";
+	uint8_t *body = pattern(big, 3), *want = malloc(sizeof(head) + big);
+	uint8_t *got = malloc(sizeof(head) + big);
+	size_t n = 0, hl = sizeof(head) - 1;
+
+	assert_non_null(want);
+	assert_non_null(got);
+	memcpy(want, head, hl);
+	memcpy(want + hl, body, big);
+	tls_accept_open(w, PREFIX_NONE);
+	tstream_wipe(w->ts);
+	g_ref_freed = 0;
+	/* Chains over the test's memory: pullup would have merged them. */
+	assert_int_equal(evbuffer_add_reference(tstream_output(w->ts), head, hl,
+	    ref_cleanup, NULL), 0);
+	assert_int_equal(evbuffer_add_reference(tstream_output(w->ts), body,
+	    big, ref_cleanup, NULL), 0);
+	RUN_UNTIL(w, (peer_tls_read(w->cli, got, hl + big, &n, NULL),
+	    n == hl + big), 5000);
+	assert_int_equal(n, hl + big);
+	assert_memory_equal(got, want, hl + big);
+	assert_int_equal(tstream_queued(w->ts), 0);
+	assert_int_equal(g_ref_freed, 2);
+	assert_true(zeros(head, hl));
+	assert_true(zeros(body, big));
+	free(body);
+	free(want);
+	free(got);
+}
+
+/* What is left in a wiped stream's output when it goes is wiped too. */
+static void
+t_wipe_on_free(void **state)
+{
+	struct world *w = *state;
+	uint8_t secret[] = "Authorization: Bearer never-sent";
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
+	    sv), 0);
+	w->cfd = sv[1];
+	assert_non_null(w->ts = tstream_new(w->base, sv[0], NULL,
+	    TSTREAM_ACCEPT));
+	tstream_wipe(w->ts);
+	g_ref_freed = 0;
+	assert_int_equal(evbuffer_add_reference(tstream_output(w->ts), secret,
+	    sizeof(secret) - 1, ref_cleanup, NULL), 0);
+	tstream_free(w->ts);	/* never started: nothing was sent */
+	w->ts = NULL;
+	assert_int_equal(g_ref_freed, 1);
+	assert_true(zeros(secret, sizeof(secret) - 1));
+}
+
+/* loop_evbuffer_move_wiped: the bytes move, and where they were is zero. */
+static void
+t_move_wiped(void **state)
+{
+	uint8_t a[] = "first-part;", b[] = "second-part-with-a-credential";
+	struct evbuffer *src = evbuffer_new(), *dst = evbuffer_new();
+	char out[64];
+	size_t al = sizeof(a) - 1, bl = sizeof(b) - 1, keep = al + 6;
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	g_ref_freed = 0;
+	assert_int_equal(evbuffer_add_reference(src, a, al, ref_cleanup,
+	    NULL), 0);
+	assert_int_equal(evbuffer_add_reference(src, b, bl, ref_cleanup,
+	    NULL), 0);
+	/* A split inside b's chain: what moved of it is zero, the rest stays. */
+	assert_int_equal(loop_evbuffer_move_wiped(src, dst, keep), 0);
+	assert_int_equal(evbuffer_get_length(dst), keep);
+	assert_int_equal(evbuffer_remove(dst, out, sizeof(out)), (int)keep);
+	assert_memory_equal(out, "first-part;second", keep);
+	assert_true(zeros(a, al));
+	assert_true(zeros(b, 6));
+	assert_memory_equal(b + 6, "-part-with-a-credential", bl - 6);
+	assert_int_equal(evbuffer_get_length(src), bl - 6);
+	loop_evbuffer_wipe_drain(src, (size_t)-1);
+	assert_int_equal(evbuffer_get_length(src), 0);
+	assert_true(zeros(b, bl));
+	assert_int_equal(g_ref_freed, 2);
+	evbuffer_free(src);
+	evbuffer_free(dst);
 }
 
 /* ---- plain ------------------------------------------------------------ */
@@ -1131,6 +1250,11 @@ main(void)
 		cmocka_unit_test_setup_teardown(t_tls_accept_garbage, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(t_tls_connect, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_tls_wipe_output, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(t_wipe_on_free, setup,
+		    teardown),
+		cmocka_unit_test(t_move_wiped),
 		cmocka_unit_test_setup_teardown(t_connect_refused, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(t_timeout_idle, setup, teardown),
