@@ -3,7 +3,7 @@
  * what a taken-over worker could send on the audit channel.
  *
  * An input is messages, each [u8 selector][u16 length, little-endian]
- * [payload]: the selector's low bit picks AUDIT_ROUND or AUDIT_TAKEOVER
+ * [payload]: the selector 0xff is AUDIT_TAKEOVER, any other AUDIT_ROUND
  * (AUDIT_RELEASE would let go of the file for the rest of the run).
  * Each is admitted by the table as the keys process admits it, then
  * served by aserve_handle into a writer whose file is in a temporary
@@ -156,7 +156,8 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	if (++inputs % 4096 == 0 && truncate(path, 0) != 0)
 		abort();
 	while (n >= 3) {
-		h.type = (d[0] & 1) ? KPROTO_AUDIT_TAKEOVER : KPROTO_AUDIT_ROUND;
+		/* A takeover waits for a writer's round: seldom, or runs crawl. */
+		h.type = d[0] == 0xff ? KPROTO_AUDIT_TAKEOVER : KPROTO_AUDIT_ROUND;
 		len = (size_t)d[1] | (size_t)d[2] << 8;
 		d += 3;
 		n -= 3;
