@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -34,6 +35,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <jansson.h>
 #include <sodium.h>
 
 #include "util/chan.h"
@@ -42,11 +44,13 @@
 #include "conf/config.h"
 #include "keys/ca.h"
 #include "keys/ca_int.h"
+#include "keys/jwt.h"
 #include "keys/kclient.h"
 #include "keys/kproto.h"
 #include "keys/kserve.h"
 #include "keys/sealed.h"
 #include "keys/secrets.h"
+#include "keys/signkey.h"
 
 #define DAY		86400u
 #define SENTINEL_TYPE	0xdeadbeefu
@@ -57,7 +61,8 @@
 static struct {
 	char		 dir[64];
 	char		 keydir[96], secdir[96], key[128], pub[128];
-	char		*keys[1];
+	char		 sign[128];
+	char		*keys[1], *signs[1];
 	struct config	 cfg;		/* secrets on */
 	struct config	 off;		/* secrets off */
 	uint8_t		 pk[32];
@@ -1002,6 +1007,110 @@ t_cuts(void **st)
 }
 
 /* A CA kept here (no keys process) is neither sealed nor opened there. */
+/* A JWT_SIGN request: kid, the claims (NULL: ""), now, ttl. */
+static size_t
+req_jwt(uint8_t *buf, size_t cap, const char *kid, const char *sandbox,
+    const char *htu, int64_t now, uint32_t ttl)
+{
+	struct wire_w w;
+
+	wire_w_init(&w, buf, cap);
+	wire_str(&w, kid);
+	wire_str(&w, "https://sluice.test");
+	wire_str(&w, sandbox);
+	wire_str(&w, "broker");
+	wire_str(&w, "team-a");
+	wire_str(&w, "");
+	wire_str(&w, "POST");
+	wire_str(&w, htu != NULL ? htu : "");
+	wire_str(&w, "");
+	wire_u64(&w, (uint64_t)now);
+	wire_u32(&w, ttl);
+	assert_false(w.over);
+	return w.len;
+}
+
+/*
+ * IDKEYS_LOAD gives the signer's kid and public keys; JWT_SIGN builds and
+ * signs a whole token from the claims, which verifies with that key; a
+ * time or life out of bounds, another kid, or a token before the keys
+ * are loaded is refused; the audit role may not ask.
+ */
+static void
+t_tokens(void **st)
+{
+	struct lx *x = *st;
+	uint8_t req[2048];
+	char kid[64], tok[8192], jti[64];
+	const uint8_t *der, *t;
+	struct signpub *pub = NULL;
+	struct wire_r r;
+	json_t *claims = NULL;
+	size_t n, dlen, tlen;
+	time_t now = time(NULL);
+
+	l_ready(x);
+	/* Not loaded yet: no key has that kid. */
+	n = req_jwt(req, sizeof(req), "nokid", "box", NULL, now, 60);
+	assert_int_equal(refused(x, KPROTO_FROM_WORKER, KPROTO_JWT_SIGN, req,
+	    n), SL_ERR_NOT_FOUND);
+	ok(x, KPROTO_FROM_CTL, KPROTO_IDKEYS_LOAD, NULL, 0);
+	wire_r_init(&r, x->ans, x->len);
+	wire_get_str(&r, kid, sizeof(kid));
+	assert_int_equal(wire_get_u32(&r), 1);
+	der = wire_get_bytes(&r, KPROTO_SPKI_MAX, &dlen);
+	assert_int_equal(wire_done(&r), 0);
+	assert_int_equal(signpub_from_der(der, dlen, &pub), 0);
+	assert_string_equal(signpub_kid(pub), kid);
+	/* A whole token, signed by that key, saying what was asked. */
+	n = req_jwt(req, sizeof(req), kid, "box", "https://api.test/x", now, 60);
+	ok(x, KPROTO_FROM_WORKER, KPROTO_JWT_SIGN, req, n);
+	wire_r_init(&r, x->ans, x->len);
+	t = wire_get_bytes(&r, KPROTO_TOKEN_MAX, &tlen);
+	wire_get_str(&r, jti, sizeof(jti));
+	assert_int_equal(wire_done(&r), 0);
+	assert_true(tlen < sizeof(tok));
+	memcpy(tok, t, tlen);
+	tok[tlen] = '\0';
+	assert_int_equal(jwt_verify(pub, tok, tlen, &claims), 0);
+	assert_string_equal(json_string_value(json_object_get(claims, "sub")),
+	    "sandbox:box");
+	assert_string_equal(json_string_value(json_object_get(claims, "htu")),
+	    "https://api.test/x");
+	assert_string_equal(json_string_value(json_object_get(claims, "jti")),
+	    jti);
+	assert_null(json_object_get(claims, "project"));	/* "" is absent */
+	assert_int_equal(json_integer_value(json_object_get(claims, "exp")) -
+	    json_integer_value(json_object_get(claims, "iat")), 60);
+	json_decref(claims);
+	/* Bounds: a life over token_ttl, a time far from now, none at all. */
+	n = req_jwt(req, sizeof(req), kid, "box", NULL, now, 61);
+	assert_int_equal(refused(x, KPROTO_FROM_WORKER, KPROTO_JWT_SIGN, req,
+	    n), SL_ERR_INVALID);
+	n = req_jwt(req, sizeof(req), kid, "box", NULL, now + 3600, 60);
+	assert_int_equal(refused(x, KPROTO_FROM_WORKER, KPROTO_JWT_SIGN, req,
+	    n), SL_ERR_INVALID);
+	n = req_jwt(req, sizeof(req), kid, "box", NULL, now - 3600, 60);
+	assert_int_equal(refused(x, KPROTO_FROM_WORKER, KPROTO_JWT_SIGN, req,
+	    n), SL_ERR_INVALID);
+	n = req_jwt(req, sizeof(req), kid, "box", NULL, now, 0);
+	assert_int_equal(refused(x, KPROTO_FROM_WORKER, KPROTO_JWT_SIGN, req,
+	    n), SL_ERR_INVALID);
+	/* A required claim empty: jwt_sign refuses it. */
+	n = req_jwt(req, sizeof(req), kid, "", NULL, now, 60);
+	assert_int_equal(refused(x, KPROTO_FROM_WORKER, KPROTO_JWT_SIGN, req,
+	    n), SL_ERR_INVALID);
+	/* The audit channel asks for no token; a worker loads no keys. */
+	n = req_jwt(req, sizeof(req), kid, "box", NULL, now, 60);
+	violation(x, KPROTO_FROM_AUDIT, KPROTO_JWT_SIGN, req, n);
+	violation(x, KPROTO_FROM_WORKER, KPROTO_IDKEYS_LOAD, NULL, 0);
+	/* A reload: the kid of the set before still signs, once. */
+	ok(x, KPROTO_FROM_CTL, KPROTO_IDKEYS_LOAD, NULL, 0);
+	n = req_jwt(req, sizeof(req), kid, "box", NULL, now, 60);
+	ok(x, KPROTO_FROM_WORKER, KPROTO_JWT_SIGN, req, n);
+	signpub_free(pub);
+}
+
 static void
 t_local_ca(void **st)
 {
@@ -1583,6 +1692,12 @@ fixture(void)
 	F.cfg.ngateway_keys = 1;
 	F.cfg.secret_dir = F.secdir;
 	F.cfg.ca_validity_days = 7;
+	snprintf(F.sign, sizeof(F.sign), "%s/signing.key", F.keydir);
+	F.signs[0] = F.sign;
+	F.cfg.signing_keys = F.signs;
+	F.cfg.nsigning_keys = 1;
+	F.cfg.signing_key = F.sign;
+	F.cfg.token_ttl_ms = 60000;
 	F.off.path = "off.yaml";
 	F.off.ca_validity_days = 7;
 	if (secret_store_new(&F.cfg, &st, &errs) != 0 || st == NULL)
@@ -1633,6 +1748,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(t_malformed, l_setup,
 		    l_teardown),
 		cmocka_unit_test_setup_teardown(t_cuts, l_setup, l_teardown),
+		cmocka_unit_test_setup_teardown(t_tokens, l_setup, l_teardown),
 		cmocka_unit_test(t_local_ca),
 	};
 	/* In order: each is a step of one worker's life. */
