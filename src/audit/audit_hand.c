@@ -96,6 +96,12 @@ aw_release_file(struct audit *a, char **buf, size_t *cap)
 	if (a->fd != -1)
 		close(a->fd);
 	a->fd = -1;
+	return aw_handed(a, r);
+}
+
+int
+aw_handed(struct audit *a, int r)
+{
 	/* A keys process's trail (audit_release): its worker tells it. */
 	if (a->hand_fd != -1 && aw_write_all(a->hand_fd, "released\n", 9) != 0) {
 		a->broke_errno = errno;
@@ -104,8 +110,10 @@ aw_release_file(struct audit *a, char **buf, size_t *cap)
 	pthread_mutex_lock(&a->mtx);
 	aw_stage_set(a, AUDIT_FORWARD);
 	pthread_mutex_unlock(&a->mtx);
-	log_info("audit", "%s handed to pid %ld after seq %" PRIu64, a->path,
-	    a->hand_to, a->seq);
+	/* Said once, by the process whose file it was. */
+	if (a->o.chan == NULL)
+		log_info("audit", "%s handed to pid %ld after seq %" PRIu64,
+		    a->path, a->hand_to, a->seq);
 	return r == 0 ? 0 : -1;
 }
 

@@ -106,8 +106,14 @@ int	aw_append_checkpoint(struct audit *a, char **out, size_t *outlen,
 int	aw_flush_out(struct audit *a, const char *buf, size_t len,
 	    uint64_t nrec, int force);
 void	aw_mark_durable(struct audit *a, uint64_t ticket, int force);
+/* audit_trail.c: opens the file and finds where its chain ends. */
 int	aw_open_trail(struct audit *a, json_t *start, char *why,
 	    size_t why_len);
+/* The name a rotated or broken file is moved to: PATH.TAG-TIME[.N]; 0/-1. */
+int	aw_aside_name(const struct audit *a, const char *tag, char *buf,
+	    size_t len);
+/* The trail's folder, synced: a new or renamed file survives a crash. */
+void	aw_sync_dir(const struct audit *a);
 void	aw_stage_set(struct audit *a, enum audit_stage s);
 /*
  * Where the chain and the file stood before a round: a round that fails
@@ -135,6 +141,11 @@ int	aw_await(struct audit *a);
 int	aw_take_file(struct audit *a, char **buf, size_t *cap);
 /* HANDING: lets go of the file and tells the successor; 0 or -1. */
 int	aw_release_file(struct audit *a, char **buf, size_t *cap);
+/*
+ * The file was let go (r: how that went): the successor is told when
+ * this process has its channel, and what comes next goes to it; 0/-1.
+ */
+int	aw_handed(struct audit *a, int r);
 /* FORWARD: one round sent to the successor, durable once it says so. */
 int	aw_forward_round(struct audit *a, struct slot *batch, size_t n,
 	    char **buf, size_t *cap);

@@ -249,16 +249,7 @@ aw_remote_release(struct audit *a)
 	if ((r = call(a, KPROTO_AUDIT_RELEASE, req, w.len)) != 0)
 		a->broke_errno = errno;
 	/* The successor goes on whatever happened here. */
-	if (aw_write_all(a->hand_fd, "released\n", 9) != 0) {
-		a->broke_errno = errno;
-		r = SL_ERR_IO;
-	}
-	pthread_mutex_lock(&a->mtx);
-	aw_stage_set(a, AUDIT_FORWARD);
-	pthread_mutex_unlock(&a->mtx);
-	log_debug("audit", "%s handed to pid %ld after seq %" PRIu64, a->path,
-	    a->hand_to, a->seq);
-	return r == 0 ? 0 : -1;
+	return aw_handed(a, r);
 }
 
 int
