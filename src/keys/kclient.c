@@ -56,12 +56,6 @@ kchan_free(struct kchan *k)
 	free(k);
 }
 
-int
-kchan_fd(const struct kchan *k)
-{
-	return k->fd;
-}
-
 void
 kclient_start(struct kchan *ctl)
 {

@@ -24,7 +24,6 @@ struct sealed_secret;
 /* A channel over fd (taken) whose requests are role's; NULL: no memory. */
 struct kchan *kchan_new(int fd, unsigned role);
 void	kchan_free(struct kchan *k);	/* closes its fd; accepts NULL */
-int	kchan_fd(const struct kchan *k);
 
 /* Remote mode from now on, with ctl as the control channel (kept). */
 void	kclient_start(struct kchan *ctl);
