@@ -293,14 +293,16 @@ answer_status(struct daemon *d, struct ctl_resp *r)
 	audit_get_stats(d->audit, &as);
 	ctl_fmt_time(d->started, started, sizeof(started));
 	/* Who does what, so an operator can tell the processes apart. */
-	procs = json_pack("[{s:s, s:I}, {s:s, s:I}]",
+	procs = json_pack("[{s:s, s:I}, {s:s, s:I, s:I}, {s:s, s:I}]",
+	    "role", "monitor", "pid", (json_int_t)d->mainpid,
 	    "role", "worker", "pid", (json_int_t)getpid(),
+	    "restarts", (json_int_t)d->restarts,
 	    "role", "keys", "pid", (json_int_t)d->keys.pid);
 	ctl_reply_json(r, 200, json_pack("{s:s, s:I, s:s, s:b, s:I, s:I, s:I,"
 	    " s:I, s:I, s:I, s:I, s:o, s:s, s:s?, s:{s:s?, s:I, s:s, s:I, s:I, s:I,"
 	    " s:I, s:I, s:I, s:I, s:b}, s:o}",
 	    "version", PACKAGE_VERSION,
-	    "pid", (json_int_t)getpid(),
+	    "pid", (json_int_t)d->mainpid,
 	    "started", started,
 	    "state_dir", d->state_ok,
 	    "generation", (json_int_t)d->state->generation,
@@ -804,7 +806,7 @@ ctl_upgraded(struct ctl *ctl, long pid, const char *error)
 		else
 			ctl_reply_json(&cc->resp, 200, json_pack("{s:I, s:I}",
 			    "pid", (json_int_t)pid, "previous_pid",
-			    (json_int_t)getpid()));
+			    (json_int_t)ctl->d->mainpid));
 		client_send(cc);
 		if (!cc->closing)
 			client_read_cb(cc->bev, cc);
@@ -827,12 +829,22 @@ ctl_listen_fds(const struct ctl *ctl, int *fds, size_t max)
 {
 	struct evconnlistener *const levs[3] = { ctl->lev, ctl->mlev,
 	    ctl->jlev };
+	const int raw[3] = { ctl->fd, ctl->mfd, ctl->jfd };
 	size_t n = 0, i;
 
 	for (i = 0; i < 3 && n < max; i++)
 		if (levs[i] != NULL)
 			fds[n++] = evconnlistener_get_fd(levs[i]);
+		else if (raw[i] != -1)
+			fds[n++] = raw[i];	/* not listened on: the monitor's */
 	return n;
+}
+
+void
+ctl_disown(struct ctl *ctl)
+{
+	free(ctl->path);
+	ctl->path = NULL;
 }
 
 void
@@ -845,8 +857,7 @@ ctl_handed_over(struct ctl *ctl)
 	if (ctl->jlev != NULL)
 		evconnlistener_free(ctl->jlev);
 	ctl->lev = ctl->mlev = ctl->jlev = NULL;
-	free(ctl->path);	/* the file is the successor's now */
-	ctl->path = NULL;
+	ctl_disown(ctl);	/* the file is the successor's now */
 }
 
 /* ---- the sockets ---------------------------------------------------- */
@@ -1029,7 +1040,7 @@ ctl_free(struct ctl *ctl)
 	if (ctl->mfd != -1)
 		close(ctl->mfd);
 	if (ctl->path != NULL)
-		unlink(ctl->path);	/* may fail after the privilege drop */
+		unlink(ctl->path);
 	free(ctl->path);
 	free(ctl);
 }

@@ -27,6 +27,8 @@ int	ctl_answering(const struct ctl *ctl);
 size_t	ctl_listen_fds(const struct ctl *ctl, int *fds, size_t max);
 /* The successor serves them: stop accepting, and leave the socket file. */
 void	ctl_handed_over(struct ctl *ctl);
+/* Another process unlinks the socket's file (the monitor, a successor). */
+void	ctl_disown(struct ctl *ctl);
 /*
  * The upgrade ended: the POST /v1/upgrade requests that waited are
  * answered (pid: the successor's; or error says why it failed).

@@ -20,6 +20,7 @@
 #include <openssl/ssl.h>
 
 #include "util/log.h"
+#include "util/proctitle.h"
 #include "conf/config.h"
 #include "keys/idkeys.h"
 #include "keys/secrets.h"
@@ -34,6 +35,7 @@
 #include "dns/dnsmem.h"
 #include "daemon/ctl.h"
 #include "daemon/daemon.h"
+#include "daemon/monitor.h"
 #include "daemon/observe.h"
 #include "daemon/publish.h"
 #include "daemon/sbstore.h"
@@ -448,6 +450,7 @@ daemon_run(struct config *cfg, char *const *argv)
 	memset(&d, 0, sizeof(d));
 	d.cfg = cfg;
 	d.argv = argv;
+	d.mon = -1;
 	/* An upgrade runs the binary now at this path (a package replaced it). */
 	if ((n = readlink("/proc/self/exe", d.exe, sizeof(d.exe) - 1)) <= 0)
 		snprintf(d.exe, sizeof(d.exe), "%s", argv[0]);
@@ -457,9 +460,6 @@ daemon_run(struct config *cfg, char *const *argv)
 	d.applied = 1;
 	d.started = time(NULL);
 	harden_process();
-	if ((d.base = event_base_new()) == NULL)
-		goto out;
-	notify_open(&d.notify, d.base);
 	if (upgrade_inherit(&d) != 0)
 		goto out;
 	/* What --check checks on this host stops the start too. */
@@ -475,11 +475,33 @@ daemon_run(struct config *cfg, char *const *argv)
 		if (r != 0)
 			goto out;
 	}
+	/* What outlives a worker process is the monitor's (monitor.h). */
+	d.nworkers = worker_count(&d);
+	if ((d.workers = calloc(d.nworkers, sizeof(*d.workers))) == NULL)
+		goto out;
+	for (i = 0; i < d.nworkers; i++)
+		if (open_listeners(&d, &d.workers[i]) != 0)
+			goto out;
+	if (ctl_open(&d, &d.ctl) != 0)
+		goto out;
+	if (monitor_run(&d, &status) != 0)
+		goto out;	/* the monitor, once the daemon is over */
+	/* The worker process, forked by the monitor. */
+	proctitle_set("worker 0");
+	if ((d.base = event_base_new()) == NULL)
+		goto out;
+	notify_open(&d.notify, d.base, (long)d.mainpid);
 	/* Before any key is loaded: from here on they are the keys process's. */
-	if (keyproc_start(cfg, worker_count(&d), upgrade_from(&d), &d.keys, why,
-	    sizeof(why)) != 0) {
+	if (keyproc_start(cfg, d.nworkers, upgrade_from(&d), (long)d.mainpid,
+	    &d.keys, why, sizeof(why)) != 0) {
 		log_errx("keys", "%s", why);
 		goto out;
+	}
+	{
+		uint8_t kp[4] = { (uint8_t)d.keys.pid, (uint8_t)(d.keys.pid >> 8),
+		    (uint8_t)(d.keys.pid >> 16), (uint8_t)(d.keys.pid >> 24) };
+
+		monitor_tell(&d, MON_KEYS, kp, sizeof(kp));
 	}
 	d.keys_ev = evsignal_new(d.base, SIGCHLD, keys_died_cb, &d);
 	if (d.keys_ev == NULL || evsignal_add(d.keys_ev, NULL) != 0)
@@ -522,18 +544,14 @@ daemon_run(struct config *cfg, char *const *argv)
 	sbstore_open(&d);
 	sbstore_static_cas(&d);
 	sbstore_restore(&d);
-	d.nworkers = d.keys.nworkers;
-	if ((d.workers = calloc(d.nworkers, sizeof(*d.workers))) == NULL)
-		goto out;
-	for (i = 0; i < d.nworkers; i++)
-		if (open_listeners(&d, &d.workers[i]) != 0)
-			goto out;
-	if (ctl_open(&d, &d.ctl) != 0)
-		goto out;
 	if (drop_privileges(cfg->user) != 0)
 		goto out;
 	/* A change of uid resets it (to fs.suid_dumpable): again. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* The monitor gone, no one would restart or stop this process. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != d.mainpid)
+		goto out;
 	d.worker_done = event_new(d.base, -1, EV_PERSIST, worker_done_cb, &d);
 	d.applied_ev = event_new(d.base, -1, EV_PERSIST, applied_cb, &d);
 	if (d.worker_done == NULL || d.applied_ev == NULL)
@@ -561,10 +579,11 @@ daemon_run(struct config *cfg, char *const *argv)
 	log_info("daemon", "sluiced %s running: %zu workers, %zu policies",
 	    PACKAGE_VERSION, d.nworkers, d.state->npolicies);
 	notify_ready(&d);
+	monitor_tell(&d, MON_READY, NULL, 0);
 	if (upgrade_announce(&d) != 0)
 		goto out;
 	event_base_loop(d.base, EVLOOP_NO_EXIT_ON_EMPTY);
-	status = d.keys_lost ? 1 : 0;
+	status = d.keys_lost ? MONITOR_EXIT_FATAL : 0;
 	log_info("daemon", "stopped");
  out:
 	if (status != 0 && started > 0)
@@ -605,5 +624,7 @@ daemon_run(struct config *cfg, char *const *argv)
 	errlist_free(&errs);
 	if (d.base != NULL)
 		event_base_free(d.base);
+	if (d.mon != -1)
+		close(d.mon);
 	return status;
 }

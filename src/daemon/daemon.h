@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "daemon/notify.h"
 
@@ -31,9 +32,12 @@ struct upgrade_in;
 
 struct daemon {
 	struct config		*cfg;
+	pid_t			 mainpid;	/* the monitor's (monitor.h) */
+	int			 mon;		/* the channel to it, or -1 */
+	unsigned		 restarts;	/* workers it forked after the first */
 	struct keyproc		 keys;		/* the keys process */
 	struct event		*keys_ev;	/* SIGCHLD: did it die? */
-	int			 keys_lost;	/* it did: the exit status is 1 */
+	int			 keys_lost;	/* it did: MONITOR_EXIT_FATAL */
 	struct audit		*audit;
 	struct event_base	*base;		/* main thread: signals, timers */
 	struct worker		*workers;

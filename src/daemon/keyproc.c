@@ -117,7 +117,8 @@ atrail_main(void *arg)
 
 /* The trail, written here: its checkpoints signed by the first signing key. */
 static int
-atrail_open(const struct config *cfg, long await_pid, struct atrail *t)
+atrail_open(const struct config *cfg, long await_pid, long mainpid,
+    struct atrail *t)
 {
 	struct audit_opts o;
 	const char *w = NULL;
@@ -142,7 +143,7 @@ atrail_open(const struct config *cfg, long await_pid, struct atrail *t)
 	o.sign = t->sign;
 	o.await_pid = await_pid;
 	o.sink = 1;
-	o.pid = getppid();	/* the worker's, whose trail it is */
+	o.pid = mainpid;	/* the daemon's, as its service manager knows it */
 	if (audit_open(&o, &t->a, why, sizeof(why)) != 0) {
 		log_errx("audit", "%s", why);
 		return -1;
@@ -206,7 +207,7 @@ serve(struct kserve *ks, struct pollfd *pf, const unsigned *roles, size_t n,
 
 static void
 child(const struct config *cfg, const int *fds, const unsigned *roles,
-    size_t n, pid_t worker, int audit_fd, long await_pid)
+    size_t n, pid_t worker, int audit_fd, long await_pid, long mainpid)
 {
 	struct errlist errs = ERRLIST_INIT;
 	struct kserve *ks = NULL;
@@ -245,7 +246,7 @@ child(const struct config *cfg, const int *fds, const unsigned *roles,
 	t.fd = audit_fd;
 	t.worker = worker;
 	t.phase = &phase;
-	if (atrail_open(cfg, await_pid, &t) != 0)
+	if (atrail_open(cfg, await_pid, mainpid, &t) != 0)
 		_exit(1);
 	if ((pf = calloc(n, sizeof(*pf))) == NULL)
 		_exit(1);
@@ -265,7 +266,7 @@ child(const struct config *cfg, const int *fds, const unsigned *roles,
 
 int
 keyproc_start(const struct config *cfg, size_t nworkers, long await_pid,
-    struct keyproc *kp, char *why, size_t why_len)
+    long mainpid, struct keyproc *kp, char *why, size_t why_len)
 {
 	size_t n = nworkers + 1, i;
 	int *mine = NULL, *theirs = NULL, sv[2], av[2] = { -1, -1 };
@@ -306,7 +307,7 @@ keyproc_start(const struct config *cfg, size_t nworkers, long await_pid,
 		for (i = 0; i < n; i++)
 			close(mine[i]);
 		close(av[0]);
-		child(cfg, theirs, roles, n, self, av[1], await_pid);
+		child(cfg, theirs, roles, n, self, av[1], await_pid, mainpid);
 	}
 	kp->pid = pid;
 	for (i = 0; i < n; i++) {

@@ -1,6 +1,7 @@
 /*
- * keyproc.h: the keys process.  sluiced starts it before it loads any
- * key; it alone loads the gateway keys and keeps every sandbox's CA key
+ * keyproc.h: the keys process.  Each worker process (monitor.h) starts
+ * its own before it loads any key, so nothing a dead worker asked for
+ * outlives it; it alone loads the gateway keys and keeps every sandbox's CA key
  * (kserve.h), has no network socket and reads no byte from a sandbox.
  * It also writes the audit trail: the hash chain, the signed checkpoints
  * and the file are here, where a worker that is taken over cannot forge
@@ -8,9 +9,10 @@
  * that started it) talks to it over channels of kproto.h: one for the
  * control thread, one for the audit writer thread and one a worker
  * thread, and nothing else.  A request outside the table
- * ends that process: the keys process kills it and exits.  The keys
- * process exits when the control channel closes; when it dies, the
- * other side stops (keyproc_died).
+ * ends that process: the keys process kills it and exits (and the
+ * monitor starts another pair).  The keys process exits when the control
+ * channel closes, and dies with the worker; when it dies, the worker
+ * stops and the daemon with it.
  */
 #ifndef SLUICE_KEYPROC_H
 #define SLUICE_KEYPROC_H
@@ -32,13 +34,14 @@ struct keyproc {
 /*
  * Starts it with nworkers worker channels and says hello.  It opens the
  * audit trail (audit.path; await_pid: an upgrade's predecessor writes it
- * until it lets go) with the first signing key for its checkpoints: the
- * worker's writer sends its rounds over kp->audit.  0, or -1 with why
+ * until it lets go; mainpid: the daemon's pid its "start" record names)
+ * with the first signing key for its checkpoints: the worker's writer
+ * sends its rounds over kp->audit.  0, or -1 with why
  * (it could not start, or its keys or trail did not open: its own log
  * says which).
  */
 int	keyproc_start(const struct config *cfg, size_t nworkers, long await_pid,
-	    struct keyproc *kp, char *why, size_t why_len);
+	    long mainpid, struct keyproc *kp, char *why, size_t why_len);
 /* Tells it the start is over: from now on only the serving requests. */
 int	keyproc_ready(struct keyproc *kp, char *why, size_t why_len);
 /* 1 when pid was the keys process (reaped by the caller). */

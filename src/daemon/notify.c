@@ -23,9 +23,9 @@ watchdog_cb(evutil_socket_t fd, short what, void *arg)
 	notify_send(arg, "WATCHDOG=1");
 }
 
-/* The watchdog's period for this process, in µs, or 0. */
+/* The watchdog's period for the service's main process, in µs, or 0. */
 static unsigned long long
-watchdog_usec(void)
+watchdog_usec(long mainpid)
 {
 	const char *us = getenv("WATCHDOG_USEC"), *pid = getenv("WATCHDOG_PID");
 	unsigned long long v;
@@ -33,14 +33,14 @@ watchdog_usec(void)
 
 	if (us == NULL)
 		return 0;
-	if (pid != NULL && strtol(pid, NULL, 10) != (long)getpid())
+	if (pid != NULL && strtol(pid, NULL, 10) != mainpid)
 		return 0;	/* another process's */
 	v = strtoull(us, &end, 10);
 	return *end == '\0' && v > 0 ? v : 0;
 }
 
 void
-notify_open(struct notify *n, struct event_base *base)
+notify_open(struct notify *n, struct event_base *base, long mainpid)
 {
 	const char *path = getenv("NOTIFY_SOCKET");
 	unsigned long long us;
@@ -66,7 +66,7 @@ notify_open(struct notify *n, struct event_base *base)
 		    strerror(errno));
 		goto out;
 	}
-	if ((us = watchdog_usec()) != 0) {
+	if ((us = watchdog_usec(mainpid)) != 0) {
 		tv.tv_sec = (time_t)(us / 2 / 1000000);
 		tv.tv_usec = (suseconds_t)(us / 2 % 1000000);
 		if ((n->watchdog = event_new(base, -1, EV_PERSIST, watchdog_cb,

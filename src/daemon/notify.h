@@ -21,12 +21,13 @@ struct notify {
 
 /*
  * Reads $NOTIFY_SOCKET (a path, or "@name" in the abstract namespace)
- * and $WATCHDOG_USEC (for this process unless $WATCHDOG_PID names
- * another); without them every call is a no-op.  The variables are
- * unset, so no child inherits them.  A socket that cannot be made is
+ * and $WATCHDOG_USEC (for mainpid, the monitor's, unless $WATCHDOG_PID
+ * names another); without them every call is a no-op.  The variables are
+ * unset, so no child of the worker inherits them; the monitor keeps them
+ * for the next worker.  A socket that cannot be made is
  * logged, and the daemon runs on unnotified.
  */
-void	notify_open(struct notify *n, struct event_base *base);
+void	notify_open(struct notify *n, struct event_base *base, long mainpid);
 /* Sends msg ("READY=1", "STOPPING=1", ... newline-separated). */
 void	notify_send(struct notify *n, const char *msg);
 void	notify_close(struct notify *n);

@@ -24,12 +24,9 @@
 #include "audit/audit.h"
 #include "daemon/ctl.h"
 #include "daemon/daemon.h"
+#include "daemon/monitor.h"
 #include "daemon/upgrade.h"
 #include "daemon/worker.h"
-
-#define UPGRADE_FDS_MAX	1024	/* listening sockets given to the successor */
-
-extern char **environ;
 
 struct upgrade_out {
 	enum upgrade_stage stage;
@@ -38,7 +35,6 @@ struct upgrade_out {
 	int		 fd;		/* the channel, until the audit takes it */
 	struct bufferevent *bev;	/* reads "ready PID" */
 	struct event	*timer;		/* UPGRADE_READY_S */
-	struct event	*chld;		/* SIGCHLD */
 };
 
 static void
@@ -68,8 +64,10 @@ upgrade_child(const struct daemon *d)
 
 /* The channel and the wait go; the successor, if it lives, is killed. */
 static void
-stop_waiting(struct upgrade_out *u, int kill_child)
+stop_waiting(struct daemon *d, struct upgrade_out *u, int kill_child)
 {
+	int st;
+
 	if (u->bev != NULL)
 		bufferevent_free(u->bev);
 	u->bev = NULL;
@@ -78,8 +76,11 @@ stop_waiting(struct upgrade_out *u, int kill_child)
 	u->fd = -1;
 	if (u->timer != NULL)
 		evtimer_del(u->timer);
-	if (kill_child && u->child > 0)
-		kill(u->child, SIGKILL);
+	if (kill_child && u->child > 0 &&
+	    monitor_child_end(d, u->child, 0, &st) == 0) {
+		u->gone = u->child;
+		u->child = -1;
+	}
 }
 
 static void
@@ -89,7 +90,7 @@ fail(struct daemon *d, const char *msg)
 
 	log_errx("upgrade", "the new process (pid %ld) %s; this one goes on "
 	    "serving", (long)(u->child > 0 ? u->child : u->gone), msg);
-	stop_waiting(u, 1);
+	stop_waiting(d, u, 1);
 	stage_set(u, UPGRADE_NONE);
 	d->upgrades_failed++;
 	ctl_upgraded(d->ctl, 0, msg);
@@ -110,8 +111,9 @@ handed(struct daemon *d)
 	stage_set(u, UPGRADE_HANDED);
 	snprintf(msg, sizeof(msg), "MAINPID=%ld\nSTATUS=upgraded: pid %ld "
 	    "serves, pid %ld drains", (long)u->child, (long)u->child,
-	    (long)getpid());
+	    (long)d->mainpid);
 	notify_send(&d->notify, msg);
+	monitor_tell(d, MON_HANDED, NULL, 0);
 	ctl_handed_over(d->ctl);
 	daemon_drain(d, "upgraded");
 	if (audit_handover(d->audit, fd, (long)u->child) != 0)
@@ -143,21 +145,6 @@ read_cb(struct bufferevent *bev, void *arg)
 	free(line);
 }
 
-/* The channel ended: the successor is ending too, or is made to. */
-static int
-reap(pid_t pid, int *st)
-{
-	int i;
-
-	for (i = 0; i < 100; i++) {
-		if (waitpid(pid, st, WNOHANG) == pid)
-			return 0;
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	return waitpid(pid, st, 0) == pid ? 0 : -1;
-}
-
 static void
 event_cb(struct bufferevent *bev, short what, void *arg)
 {
@@ -165,7 +152,8 @@ event_cb(struct bufferevent *bev, short what, void *arg)
 	char msg[128];
 	int st;
 
-	if (reap(d->up_out->child, &st) == 0) {
+	/* The channel ended: the successor is ending too, or is made to. */
+	if (monitor_child_end(d, d->up_out->child, 1000, &st) == 0) {
 		d->up_out->gone = d->up_out->child;
 		d->up_out->child = -1;
 		if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
@@ -188,103 +176,15 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 	fail(arg, "did not serve within 20 s; it was killed");
 }
 
-/* Children that end after the handover are reaped here. */
-static void
-chld_cb(evutil_socket_t sig, short what, void *arg)
-{
-	struct daemon *d = arg;
-	pid_t p;
-	int st;
-
-	if (d->up_out->stage == UPGRADE_STARTING)
-		return;		/* event_cb reaps it with the channel's end */
-	siginfo_t si;
-
-	/* The keys process is daemon.c's to reap: looked at, left alone. */
-	for (;;) {
-		memset(&si, 0, sizeof(si));
-		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
-		    si.si_pid == 0 || keyproc_is(&d->keys, si.si_pid))
-			break;
-		if ((p = waitpid(si.si_pid, &st, WNOHANG)) <= 0)
-			break;
-		log_info("upgrade", "pid %ld ended (status %d)", (long)p,
-		    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-	}
-}
-
-/* Every listening socket, the workers' and the control API's. */
-static size_t
-listen_fds(struct daemon *d, int *fds, size_t max)
-{
-	size_t n = 0, i, j;
-
-	for (i = 0; i < d->nworkers; i++) {
-		const struct worker *w = &d->workers[i];
-
-		for (j = 0; j < w->nlfds && n < max; j++)
-			fds[n++] = w->lfds[j];
-	}
-	return n + ctl_listen_fds(d->ctl, fds + n, max - n);
-}
-
-/* The environment of the successor: ours, and what it inherits. */
-static char **
-child_env(const char *chan, const char *fdlist)
-{
-	size_t n = 0, i, k = 0;
-	char **env;
-
-	while (environ[n] != NULL)
-		n++;
-	if ((env = calloc(n + 3, sizeof(*env))) == NULL)
-		return NULL;
-	for (i = 0; i < n; i++)
-		if (strncmp(environ[i], "SLUICE_UPGRADE=", 15) != 0 &&
-		    strncmp(environ[i], "SLUICE_FDS=", 11) != 0)
-			env[k++] = environ[i];
-	env[k++] = (char *)chan;
-	env[k++] = (char *)fdlist;
-	return env;
-}
-
 static int
-start_child(struct daemon *d, int sv[2], char *why, size_t why_len)
+start_child(struct daemon *d, int chan, char *why, size_t why_len)
 {
-	static char fdlist[11 + UPGRADE_FDS_MAX * 8];
-	char chan[64], **env;
-	int fds[UPGRADE_FDS_MAX];
-	size_t n, i, o;
 	pid_t pid;
 
-	n = listen_fds(d, fds, UPGRADE_FDS_MAX);
-	o = (size_t)snprintf(fdlist, sizeof(fdlist), "SLUICE_FDS=");
-	for (i = 0; i < n; i++)
-		o += (size_t)snprintf(fdlist + o, sizeof(fdlist) - o, "%s%d",
-		    i > 0 ? "," : "", fds[i]);
-	snprintf(chan, sizeof(chan), "SLUICE_UPGRADE=%d:%ld", sv[1],
-	    (long)getpid());
-	if ((env = child_env(chan, fdlist)) == NULL) {
-		snprintf(why, why_len, "out of memory");
+	/* The worker cannot run a program: the monitor starts it. */
+	if (monitor_spawn(d, chan, &pid, why, why_len) != 0)
 		return -1;
-	}
-	if ((pid = fork()) == -1) {
-		snprintf(why, why_len, "fork: %s", strerror(errno));
-		free(env);
-		return -1;
-	}
-	if (pid == 0) {
-		/* Only what is async-signal-safe, until the exec. */
-		for (i = 0; i < n; i++)
-			fcntl(fds[i], F_SETFD, 0);
-		fcntl(sv[1], F_SETFD, 0);
-		execve(d->exe, d->argv, env);
-		_exit(127);
-	}
-	free(env);
 	d->up_out->child = pid;
-	log_info("upgrade", "started %s as pid %ld with %zu listening sockets",
-	    d->exe, (long)pid, n);
 	return 0;
 }
 
@@ -302,10 +202,8 @@ upgrade_begin(struct daemon *d, char *why, size_t why_len)
 		}
 		u->fd = -1;
 		u->timer = evtimer_new(d->base, timer_cb, d);
-		u->chld = evsignal_new(d->base, SIGCHLD, chld_cb, d);
 		d->up_out = u;
-		if (u->timer == NULL || u->chld == NULL ||
-		    evsignal_add(u->chld, NULL) != 0) {
+		if (u->timer == NULL) {
 			snprintf(why, why_len, "out of memory");
 			return -1;
 		}
@@ -325,16 +223,11 @@ upgrade_begin(struct daemon *d, char *why, size_t why_len)
 		    "pid %ld", upgrade_from(d));
 		return -1;
 	}
-	if (access(d->exe, X_OK) != 0) {
-		snprintf(why, why_len, "cannot run %s: %s", d->exe,
-		    strerror(errno));
-		return -1;
-	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
 		snprintf(why, why_len, "socketpair: %s", strerror(errno));
 		return -1;
 	}
-	if (start_child(d, sv, why, why_len) != 0) {
+	if (start_child(d, sv[1], why, why_len) != 0) {
 		close(sv[0]);
 		close(sv[1]);
 		return -1;
@@ -342,7 +235,7 @@ upgrade_begin(struct daemon *d, char *why, size_t why_len)
 	close(sv[1]);
 	u->fd = sv[0];
 	if ((u->bev = bufferevent_socket_new(d->base, u->fd, 0)) == NULL) {
-		stop_waiting(u, 1);
+		stop_waiting(d, u, 1);
 		snprintf(why, why_len, "out of memory");
 		return -1;
 	}
@@ -360,11 +253,9 @@ upgrade_free(struct daemon *d)
 
 	if (u == NULL)
 		return;
-	stop_waiting(u, u->stage == UPGRADE_STARTING);
+	stop_waiting(d, u, u->stage == UPGRADE_STARTING);
 	if (u->timer != NULL)
 		event_free(u->timer);
-	if (u->chld != NULL)
-		event_free(u->chld);
 	free(u);
 	d->up_out = NULL;
 }

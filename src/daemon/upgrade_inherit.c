@@ -324,7 +324,7 @@ upgrade_announce(struct daemon *d)
 	bufferevent_setcb(u->bev, chan_read_cb, NULL, chan_event_cb, d);
 	bufferevent_setwatermark(u->bev, EV_READ, 0, CHAN_LINE_MAX + 1);
 	bufferevent_enable(u->bev, EV_READ);
-	snprintf(line, sizeof(line), "ready %ld\n", (long)getpid());
+	snprintf(line, sizeof(line), "ready %ld\n", (long)d->mainpid);
 	bufferevent_write(u->bev, line, strlen(line));
 	log_info("upgrade", "serving; pid %ld hands over and drains",
 	    u->from);

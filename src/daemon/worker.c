@@ -166,15 +166,6 @@ worker_init(struct worker *w, struct daemon *d, unsigned idx)
 		return SL_ERR_INTERNAL;
 	w->l.st = state_ref(d->state);
 	atomic_init(&w->applied, d->state->generation);
-	if ((w->lfds = calloc(w->nlis + w->ndns_udp + w->ndns_tcp + 1,
-	    sizeof(*w->lfds))) == NULL)
-		return SL_ERR_NOMEM;
-	for (i = 0; i < w->nlis; i++)
-		w->lfds[w->nlfds++] = w->lis[i].fd;
-	for (i = 0; i < w->ndns_udp; i++)
-		w->lfds[w->nlfds++] = w->dns_udp[i];
-	for (i = 0; i < w->ndns_tcp; i++)
-		w->lfds[w->nlfds++] = w->dns_tcp[i];
 	if (dns_start(&w->l, w->dns_udp, w->ndns_udp, w->dns_tcp,
 	    w->ndns_tcp) != 0)
 		return SL_ERR_IO;
@@ -244,7 +235,6 @@ worker_free(struct worker *w)
 	free(w->dns_udp);
 	free(w->dns_tcp);
 	free(w->lis);
-	free(w->lfds);
 	if (w->wake != NULL)
 		event_free(w->wake);
 	if (w->audit_ev != NULL)	/* the daemon cleared audit_notify */
@@ -267,6 +257,8 @@ worker_free(struct worker *w)
 void
 worker_post_state(struct worker *w, struct state *st)
 {
+	if (w->wake == NULL)
+		return;		/* worker_init takes d->state */
 	pthread_mutex_lock(&w->mtx);
 	state_unref(w->pending);
 	w->pending = state_ref(st);
@@ -277,6 +269,8 @@ worker_post_state(struct worker *w, struct state *st)
 void
 worker_post_cmd(struct worker *w, int cmd)
 {
+	if (w->wake == NULL)
+		return;		/* not set up: nothing runs */
 	pthread_mutex_lock(&w->mtx);
 	w->cmd |= cmd;
 	pthread_mutex_unlock(&w->mtx);

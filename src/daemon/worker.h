@@ -39,12 +39,6 @@ struct worker {
 	int			*dns_tcp;
 	size_t			 ndns_tcp;
 	atomic_ullong		 applied;	/* generation in force here */
-	/*
-	 * Every listening fd above, by number (their listeners own them),
-	 * for an upgrade to hand over; fixed once worker_init returns.
-	 */
-	int			*lfds;
-	size_t			 nlfds;
 };
 
 #define WORKER_CMD_DRAIN	0x1	/* stop accepting, exit when idle */
@@ -55,7 +49,10 @@ int	worker_init(struct worker *w, struct daemon *d, unsigned idx);
 int	worker_start(struct worker *w);
 void	worker_join(struct worker *w);
 void	worker_free(struct worker *w);
-/* From the main thread: hand over a new snapshot (takes a reference). */
+/*
+ * From the main thread: hand over a new snapshot (takes a reference), or
+ * a command.  Before worker_init both do nothing.
+ */
 void	worker_post_state(struct worker *w, struct state *st);
 void	worker_post_cmd(struct worker *w, int cmd);
 

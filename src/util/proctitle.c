@@ -58,8 +58,14 @@ void
 proctitle_set(const char *title)
 {
 	char comm[16];
+	size_t i, o = 8;
 
-	snprintf(comm, sizeof(comm), "sluiced-%s", title);
+	/* comm has no room to spare: "worker 0" is sluiced-worker0. */
+	memcpy(comm, "sluiced-", o);
+	for (i = 0; title[i] != '\0' && o < sizeof(comm) - 1; i++)
+		if (title[i] != ' ')
+			comm[o++] = title[i];
+	comm[o] = '\0';
 	prctl(PR_SET_NAME, comm, 0, 0, 0);
 	if (area == NULL || area_len < 2)
 		return;

@@ -10,8 +10,8 @@
 /* Once, first thing in main: takes over argv's memory (argv stays valid). */
 void	proctitle_init(int argc, char **argv);
 /*
- * "sluiced: " and title in the command line; "sluiced-" and title, cut
- * to 15 bytes, as comm.  Without proctitle_init, only comm.
+ * "sluiced: " and title in the command line; "sluiced-" and title
+ * without its spaces, cut to 15 bytes, as comm.  Without proctitle_init, only comm.
  */
 void	proctitle_set(const char *title);
 

@@ -269,6 +269,9 @@ daemon_start() {
 	SL_PID=$SPAWNED
 	world_wait_listen "$NS_GW" 15001 100 && world_wait_file "$SOCK" 50 ||
 	    setup_fail "sluiced did not start: $(tail -3 "$WORK/sluiced.log" | tr '\n' ' ')"
+	# the monitor holds the sockets; the worker answers once it serves
+	api GET /v1/status
+	[ "$st" = 200 ] || setup_fail "sluiced does not serve: $st $(tail -3 "$WORK/sluiced.log" | tr '\n' ' ')"
 	T_START=$(date +%s)
 }
 # register_box POLICY: sandbox "box" (sb's addresses) through the API; its
@@ -284,6 +287,9 @@ daemon_same() {
 	api GET /v1/status
 	[ "$st" = 200 ] && [ "$(jq -r .uptime_s <<<"$out")" -ge $(( $(date +%s) - T_START - 1 )) ] ||
 	    { why="status $st, uptime $(jq -r .uptime_s <<<"$out" 2>/dev/null): restarted?"; return 1; }
+	# a worker that crashed was replaced by the monitor: that is a crash too
+	[ "$(jq '.processes[] | select(.role == "worker") | .restarts' <<<"$out")" = 0 ] ||
+	    { why="the worker process was restarted: $(sanitizer)"; return 1; }
 }
 # daemon_ends: SIGTERM ends it with status 0 and no sanitizer report
 daemon_ends() {

@@ -5,8 +5,10 @@
 # secret injected on an intercepted host, so both a gateway key and a
 # sandbox's CA key are in use.  Memory is read through /proc/PID/mem.
 #
-#   tree_keys        sluiced has one child, "sluiced: keys" (comm
-#                    sluiced-keys); GET /v1/status lists both with pids
+#   tree_keys        sluiced (the monitor) has one child, "sluiced:
+#                    worker 0" (comm sluiced-worker0), which has one,
+#                    "sluiced: keys" (comm sluiced-keys); GET /v1/status
+#                    lists the three with their pids
 #   keys_no_net      the keys process has no socket but its channels
 #                    (AF_UNIX: control, audit, one a worker), no
 #                    listener; the one file it has open is the trail
@@ -14,16 +16,20 @@
 #   icpt_works       an intercepted request gets its injected credential
 #                    upstream: leaves are minted over the channel
 #   gwkey_where      the gateway's private key is in the keys process's
-#                    memory and nowhere in sluiced's
+#                    memory and nowhere in the worker's or the monitor's
 #   cakey_where      box's CA private key likewise, after a leaf was minted
 #   signkey_where    the signing key (identity tokens, checkpoints)
 #                    likewise; the trail still verifies with signing.pub
-#   key_files        sluiced has no key file open
+#   key_files        neither the worker nor the monitor has a key file open
 #   restart_ca       a restart restores box's CA from state_dir (opened by
 #                    the keys process): the same certificate, and a new
 #                    connection verifies against it
-#   violation        a request outside the table (test hook) ends sluiced,
-#                    and its keys process with it
+#   violation        a request outside the table (test hook) ends the
+#                    worker and its keys process; the monitor starts
+#                    another pair within a second, which serves
+#   worker_dies      a worker killed by a signal is restarted within a
+#                    second: new connections are intercepted, status
+#                    counts the restart, the trail still verifies
 #   keys_die         the keys process killed: sluiced stops (status 1)
 # Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
 
@@ -89,23 +95,33 @@ EOF
 daemon_start
 register_box sec
 
-# keys_pid: the keys process of sluiced $SL_PID (its one child)
-keys_pid() { pgrep -P "$SL_PID" | head -1; }
+# worker_pid: the worker of sluiced $SL_PID (the monitor); keys_pid: its keys process
+worker_pid() { pgrep -P "$SL_PID" | head -1; }
+keys_pid() { pgrep -P "$(worker_pid)" | head -1; }
 cmdline() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | sed 's/ *$//'; }
 
 tree_keys() {
-	local kids k
+	local kids k w
 	kids=$(pgrep -P "$SL_PID" | wc -l)
 	[ "$kids" = 1 ] || { why="sluiced has $kids children, want 1"; return 1; }
+	w=$(worker_pid)
+	[ "$(cmdline "$w")" = "sluiced: worker 0" ] ||
+	    { why="the child's command line is '$(cmdline "$w")'"; return 1; }
+	[ "$(cat "/proc/$w/comm")" = sluiced-worker0 ] ||
+	    { why="the child's comm is '$(cat "/proc/$w/comm")'"; return 1; }
+	kids=$(pgrep -P "$w" | wc -l)
+	[ "$kids" = 1 ] || { why="the worker has $kids children, want 1"; return 1; }
 	k=$(keys_pid)
 	[ "$(cmdline "$k")" = "sluiced: keys" ] ||
 	    { why="the child's command line is '$(cmdline "$k")'"; return 1; }
 	[ "$(cat "/proc/$k/comm")" = sluiced-keys ] ||
 	    { why="the child's comm is '$(cat "/proc/$k/comm")'"; return 1; }
 	api GET /v1/status
-	jq -e --argjson k "$k" --argjson w "$SL_PID" \
+	jq -e --argjson k "$k" --argjson w "$w" --argjson m "$SL_PID" \
 	    '(.processes | map(select(.role == "keys" and .pid == $k)) | length) == 1 and
-	     (.processes | map(select(.role == "worker" and .pid == $w)) | length) == 1' \
+	     (.processes | map(select(.role == "worker" and .pid == $w)) | length) == 1 and
+	     (.processes | map(select(.role == "monitor" and .pid == $m)) | length) == 1 and
+	     .pid == $m' \
 	    <<<"$out" >/dev/null || { why="status processes: $(jq -c .processes <<<"$out")"; return 1; }
 }
 
@@ -154,7 +170,8 @@ gwkey_where() {
 	    { why="cannot read the gateway key"; return 1; }
 	k=$(keys_pid)
 	in_mem "$k" "$key" || { why="the keys process does not hold the gateway key (the scan is blind)"; return 1; }
-	! in_mem "$SL_PID" "$key" || { why="sluiced's memory holds the gateway key"; return 1; }
+	! in_mem "$(worker_pid)" "$key" || { why="the worker's memory holds the gateway key"; return 1; }
+	! in_mem "$SL_PID" "$key" || { why="the monitor's memory holds the gateway key"; return 1; }
 }
 
 cakey_where() {
@@ -162,8 +179,9 @@ cakey_where() {
 	k=$(keys_pid)
 	d=$("$PY" "$MEMSCAN" cakey "$k" "$BOX_CA")
 	[ ${#d} = 64 ] || { why="box's CA key is not in the keys process (the scan is blind)"; return 1; }
-	! in_mem "$SL_PID" "$d" || { why="sluiced's memory holds box's CA key"; return 1; }
-	! in_mem "$SL_PID" "$(rev "$d")" || { why="sluiced's memory holds box's CA key (as a bignum)"; return 1; }
+	! in_mem "$(worker_pid)" "$d" || { why="the worker's memory holds box's CA key"; return 1; }
+	! in_mem "$(worker_pid)" "$(rev "$d")" || { why="the worker's memory holds box's CA key (as a bignum)"; return 1; }
+	! in_mem "$SL_PID" "$d" || { why="the monitor's memory holds box's CA key"; return 1; }
 }
 
 signkey_where() {
@@ -173,16 +191,20 @@ signkey_where() {
 	    { why="cannot read the signing key"; return 1; }
 	in_mem "$k" "$d" || in_mem "$k" "$(rev "$d")" ||
 	    { why="the keys process does not hold the signing key (the scan is blind)"; return 1; }
-	! in_mem "$SL_PID" "$d" || { why="sluiced's memory holds the signing key"; return 1; }
-	! in_mem "$SL_PID" "$(rev "$d")" || { why="sluiced's memory holds the signing key (as a bignum)"; return 1; }
+	! in_mem "$(worker_pid)" "$d" || { why="the worker's memory holds the signing key"; return 1; }
+	! in_mem "$(worker_pid)" "$(rev "$d")" || { why="the worker's memory holds the signing key (as a bignum)"; return 1; }
+	! in_mem "$SL_PID" "$d" || { why="the monitor's memory holds the signing key"; return 1; }
 	"$SLUICECTL" audit verify --open "$AUDIT" --pub "$KEYS/sign/signing.pub" >"$WORK/verify.out" 2>&1 ||
 	    { why="audit verify: $(tail -2 "$WORK/verify.out" | tr '\n' ' ')"; return 1; }
 }
 
 key_files() {
-	local l
-	l=$(ls -l /proc/"$SL_PID"/fd/ 2>/dev/null | grep -E "gateway.key|signing.key|\.sealed" | head -1)
-	[ -z "$l" ] || { why="sluiced has a key file open: $l"; return 1; }
+	local l p
+	for p in "$SL_PID" "$(worker_pid)"; do
+		[ -d "/proc/$p/fd" ] || { why="no process $p"; return 1; }
+		l=$(ls -l /proc/"$p"/fd/ 2>/dev/null | grep -E "gateway.key|signing.key|\.sealed" | head -1)
+		[ -z "$l" ] || { why="pid $p has a key file open: $l"; return 1; }
+	done
 }
 
 restart_ca() {
@@ -201,25 +223,66 @@ restart_ca() {
 	[ "$o" = 200 ] || { why="after the restart: $o"; return 1; }
 }
 
+# new_worker OLD: waits up to 1 s for a worker that is not OLD, which serves
+new_worker() {
+	local old=$1 n=0 w=""
+	while [ $n -lt 10 ]; do
+		w=$(worker_pid)
+		[ -n "$w" ] && [ "$w" != "$old" ] && break
+		sleep 0.1; n=$((n + 1))
+	done
+	[ -n "$w" ] && [ "$w" != "$old" ] || { why="no new worker 1 s after pid $old ended"; return 1; }
+	NEWW=$w
+}
+
+# served: an intercepted request through the restarted worker, within 2 s
+served() {
+	local o n=0
+	while [ $n -lt 20 ]; do
+		o=$(in_sb curl -sS --max-time 3 --cacert "$BOX_CA" "${RESOLVE[@]}" \
+		    -o /dev/null -w '%{http_code}' https://allowed.test/echo-headers 2>&1)
+		[ "$o" = 200 ] && return 0
+		sleep 0.1; n=$((n + 1))
+	done
+	why="after the restart: $o"
+	return 1
+}
+
 violation() {
-	local k n=0
-	k=$(keys_pid)
+	local k w n=0
+	w=$(worker_pid) k=$(keys_pid)
 	api POST /v1/test/keys-violation
-	while kill -0 "$SL_PID" 2>/dev/null && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
-	! kill -0 "$SL_PID" 2>/dev/null || { why="sluiced lives on after the violation (api: $st $out)"; return 1; }
+	new_worker "$w" || return 1
 	grep -q 'sent a request that is not in the table: ending the worker' "$WORK/sluiced.log" ||
 	    { why="no word of it in the log: $(tail -2 "$WORK/sluiced.log" | tr '\n' ' ')"; return 1; }
-	n=0
-	while kill -0 "$k" 2>/dev/null && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
-	! kill -0 "$k" 2>/dev/null || { why="the keys process lives on"; return 1; }
-	wait "$SL_PID" 2>/dev/null
-	return 0
+	! kill -0 "$w" 2>/dev/null || { why="the worker lives on"; return 1; }
+	while kill -0 "$k" 2>/dev/null && [ $n -lt 10 ]; do sleep 0.1; n=$((n + 1)); done
+	! kill -0 "$k" 2>/dev/null || { why="the old keys process lives on"; return 1; }
+	kill -0 "$SL_PID" || { why="the monitor is gone"; return 1; }
+	served || return 1
+	[ -n "$(keys_pid)" ] && [ "$(keys_pid)" != "$k" ] || { why="no new keys process"; return 1; }
+}
+
+worker_dies() {
+	local w
+	w=$(worker_pid)
+	kill -SEGV "$w"
+	new_worker "$w" || return 1
+	# under a sanitizer the worker reports the signal and exits 1
+	grep -Eq 'the worker process (was killed by signal 11|exited with status 1)' "$WORK/sluiced.log" ||
+	    { why="no word of it in the log: $(tail -2 "$WORK/sluiced.log" | tr '\n' ' ')"; return 1; }
+	served || return 1
+	api GET /v1/status
+	jq -e '.processes[] | select(.role == "worker") | .restarts == 2' <<<"$out" >/dev/null ||
+	    { why="status: $(jq -c .processes <<<"$out")"; return 1; }
+	"$SLUICECTL" audit verify --open "$AUDIT" --pub "$KEYS/sign/signing.pub" >"$WORK/verify.out" 2>&1 ||
+	    { why="audit verify: $(tail -2 "$WORK/verify.out" | tr '\n' ' ')"; return 1; }
 }
 
 keys_die() {
 	local k n=0
-	daemon_start
 	k=$(keys_pid)
+	[ -n "$k" ] || { why="no keys process"; return 1; }
 	kill -KILL "$k"
 	while kill -0 "$SL_PID" 2>/dev/null && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
 	! kill -0 "$SL_PID" 2>/dev/null || { why="sluiced lives on without its keys process"; return 1; }
@@ -239,5 +302,6 @@ check signkey_where signkey_where
 check key_files key_files
 check restart_ca restart_ca
 check violation violation
+check worker_dies worker_dies
 check keys_die keys_die
 check_done
