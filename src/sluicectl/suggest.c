@@ -590,11 +590,15 @@ out_intercepts(FILE *f, struct suggest *s)
 	const char *host, *p, *rule;
 	json_t *paths, *v, *inj;
 	struct pathset ps;
-	int idx;
+	int idx = 1;
 
 	if (json_object_size(s->hosts) == 0)
 		return;
 	fputs("intercept:\n", f);
+	/*
+	 * One count for every host: a name is made of its host's, cut and
+	 * with dots as dashes, so "a.b" and "a-b" would share their own.
+	 */
 	json_object_foreach(s->hosts, host, paths) {
 		ps.n = 0;
 		if ((ps.v = calloc(json_object_size(paths), sizeof(*ps.v))) ==
@@ -609,7 +613,6 @@ out_intercepts(FILE *f, struct suggest *s)
 				    "credential from rule %s: give the rule\n  "
 				    "# that needs it an inject block\n",
 				    host, (long long)json_integer_value(v), rule);
-		idx = 1;
 		collapse(f, host, &ps, 0, ps.n, 0, paths, &idx);
 		free(ps.v);
 	}

@@ -185,6 +185,31 @@ test_empty(void **state)
 	suggest_free(s);
 }
 
+/* Hosts whose names differ only by "." and "-" get rules of their own. */
+static void
+test_rule_names(void **state)
+{
+	struct suggest *s = suggest_new();
+	const char *hosts[] = { "allowed.test", "allowed-test" };
+	char buf[512], *d;
+	size_t i;
+
+	(void)state;
+	assert_non_null(s);
+	for (i = 0; i < 2; i++) {
+		snprintf(buf, sizeof(buf), "{\"type\":\"request\",\"method\":"
+		    "\"GET\",\"host\":\"%s\",\"path\":\"/x\",\"action\":"
+		    "\"pass\",\"reason\":\"observe\",\"intercepted\":true}",
+		    hosts[i]);
+		take(s, buf);
+	}
+	d = draft(s);	/* loads: no name used twice */
+	assert_non_null(strstr(d, "host: allowed.test"));
+	assert_non_null(strstr(d, "host: allowed-test"));
+	free(d);
+	suggest_free(s);
+}
+
 int
 main(void)
 {
@@ -192,6 +217,7 @@ main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_rule_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
