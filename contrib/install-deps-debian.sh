@@ -13,7 +13,7 @@ set -u
 PKGS="
 build-essential autoconf automake libtool pkg-config
 libssl-dev libevent-dev libyaml-dev libsodium-dev libjansson-dev libidn2-dev
-libcmocka-dev node-llhttp
+libseccomp-dev libcmocka-dev node-llhttp
 nftables iproute2 curl dnsutils openssl python3 dnsmasq-base socat jq systemd
 python3-jwt python3-cryptography python3-yaml python3-botocore
 clang libclang-rt-14-dev
@@ -21,7 +21,8 @@ debhelper lintian
 "
 # without its Recommends (a node exporter Debian would start)
 PKGS_ALONE="prometheus"
-# build        build-essential .. pkg-config, the -dev libraries, node-llhttp
+# build        build-essential .. pkg-config, the -dev libraries (libseccomp-dev:
+#              the workers' filters), node-llhttp
 #              (llhttp's C sources, compiled in when no libllhttp is found)
 # unit tests   libcmocka-dev
 # integration  nftables iproute2 curl dnsutils openssl python3 dnsmasq-base
@@ -60,6 +61,15 @@ for p in $PKGS $PKGS_ALONE; do
 	s=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)
 	[ "$s" = installed ] || missing="$missing $p"
 done
+
+# sluiced's worker runs as the system user "sluice" (the default 'user';
+# the Debian package creates it too): the demo and the tests need it.
+if ! getent passwd sluice >/dev/null 2>&1; then
+	$SUDO useradd --system --user-group --no-create-home \
+	    --home-dir /nonexistent --shell /usr/sbin/nologin sluice ||
+	    { echo "install-deps-debian.sh: cannot create the user sluice" >&2; exit 1; }
+	echo "install-deps-debian.sh: created the system user sluice"
+fi
 
 if [ -z "$missing" ] && [ $force = 0 ]; then
 	echo "install-deps-debian.sh: all packages present"

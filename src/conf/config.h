@@ -2,6 +2,14 @@
 #ifndef SLUICE_CONFIG_H
 #define SLUICE_CONFIG_H
 
+/*
+ * The worker's user when 'user' is absent and sluiced starts as root;
+ * the fallback when no such user exists (a warning says so).  Started
+ * as another user, sluiced stays that user.
+ */
+#define CONFIG_USER_DEFAULT	"sluice"
+#define CONFIG_USER_FALLBACK	"nobody"
+
 #include <sys/socket.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,7 +74,7 @@ struct config {
 	} audit;
 	unsigned	 workers;	/* 0 = auto (one per core) */
 	int		 log_format;	/* enum log_format; -1: as log_init found */
-	char		*user;		/* NULL: no privilege drop */
+	char		*user;		/* NULL: CONFIG_USER_DEFAULT when root */
 	struct {
 		unsigned connections;		/* 1024 */
 		unsigned dns_qps;		/* 200 */

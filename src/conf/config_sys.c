@@ -27,9 +27,17 @@ config_check_system(const struct config *c, struct errlist *errs,
 	if (c->user != NULL && getpwnam(c->user) == NULL)
 		errlist_add(errs, c->path, c->lines.user, 0,
 		    "'user': no user named '%s' on this host", c->user);
-	if (c->user == NULL && geteuid() == 0)
-		errlist_add(warns, c->path, 0, 0, "running as root: set 'user' "
-		    "to drop privileges after binding");
+	if (c->user == NULL && geteuid() == 0 &&
+	    getpwnam(CONFIG_USER_DEFAULT) == NULL)
+		errlist_add(warns, c->path, 0, 0, "no user '%s' (the default "
+		    "'user') on this host: the worker runs as '%s'; create it "
+		    "(useradd --system %s) or set 'user'", CONFIG_USER_DEFAULT,
+		    CONFIG_USER_FALLBACK, CONFIG_USER_DEFAULT);
+	if (c->user != NULL && strcmp(c->user, "root") == 0)
+		errlist_add(warns, c->path, c->lines.user, 0, "'user: root': "
+		    "the worker that parses every sandbox byte keeps root's "
+		    "files if it is taken over (it still has no capability "
+		    "and its filter); set an unprivileged user");
 	if (c->control_group != NULL && getgrnam(c->control_group) == NULL)
 		errlist_add(errs, c->path, c->lines.control_group, 0,
 		    "'control_group': no group named '%s' on this host",

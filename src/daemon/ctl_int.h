@@ -75,15 +75,8 @@ int	ctl_tokens(struct daemon *d, const struct ctl_req *q,
 int	ctl_test(struct daemon *d, const struct ctl_req *q,
 	    struct ctl_resp *r);
 
-/*
- * Writes buf to path through a temporary file, fsync, a rename and an
- * fsync of the folder; the file gets mode (0644 for the first).
- */
+/* fsvc_write (the monitor writes it, once confined), mode 0644. */
 int	ctl_write_atomic(const char *path, const char *buf, size_t len);
-int	ctl_write_atomic_mode(const char *path, const char *buf, size_t len,
-	    mode_t mode);
-/* fsync of a folder: a rename or removal in it survives a crash. */
-void	ctl_sync_dir(const char *dir);
 
 struct ca;
 /*

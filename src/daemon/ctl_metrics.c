@@ -248,6 +248,10 @@ render_daemon(struct daemon *d, struct evbuffer *out)
 	    "(SIGUSR2, /v1/upgrade) whose new process did not serve\n# TYPE "
 	    "sluice_upgrades_failed_total counter\n"
 	    "sluice_upgrades_failed_total %llu\n", d->upgrades_failed);
+	evbuffer_add_printf(out, "# HELP sluice_worker_restarts_total worker "
+	    "processes the monitor started after the first (each one died)\n"
+	    "# TYPE sluice_worker_restarts_total counter\n"
+	    "sluice_worker_restarts_total %u\n", d->restarts);
 	audit_get_stats(d->audit, &as);
 	gauge(out, "audit_queue_depth", "audit records queued for the writer",
 	    as.queued);

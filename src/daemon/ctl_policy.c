@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/fsvc.h"
 #include "conf/config.h"
 #include "conf/policy.h"
 #include "keys/secrets.h"
@@ -55,72 +56,10 @@ list_policies(struct daemon *d, struct ctl_resp *r)
 	    "generation", (json_int_t)st->generation, "policies", arr));
 }
 
-void
-ctl_sync_dir(const char *dir)
-{
-	int fd;
-
-	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
-		fsync(fd);
-		close(fd);
-	}
-}
-
 int
 ctl_write_atomic(const char *path, const char *buf, size_t len)
 {
-	return ctl_write_atomic_mode(path, buf, len, 0644);
-}
-
-int
-ctl_write_atomic_mode(const char *path, const char *buf, size_t len,
-    mode_t mode)
-{
-	char tmp[4096], *slash;
-	size_t off = 0;
-	ssize_t n;
-	int fd, saved;
-
-	slash = strrchr(path, '/');
-	if (snprintf(tmp, sizeof(tmp), "%.*s/.%s.tmp.%ld",
-	    slash ? (int)(slash - path) : 1, slash ? path : ".",
-	    slash ? slash + 1 : path, (long)getpid()) >= (int)sizeof(tmp)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)) < 0)
-		return -1;
-	while (off < len) {
-		if ((n = write(fd, buf + off, len - off)) < 0) {
-			if (errno == EINTR)
-				continue;
-			goto fail;
-		}
-		off += (size_t)n;
-	}
-	if (fsync(fd) != 0)
-		goto fail;
-	if (close(fd) != 0) {
-		fd = -1;
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, path) != 0)
-		goto fail;
-	/* The rename itself survives a crash once the folder is synced. */
-	if (slash != NULL) {
-		snprintf(tmp, sizeof(tmp), "%.*s", slash == path ? 1 :
-		    (int)(slash - path), path);
-		ctl_sync_dir(tmp);
-	}
-	return 0;
- fail:
-	saved = errno;
-	if (fd != -1)
-		close(fd);
-	unlink(tmp);
-	errno = saved;
-	return -1;
+	return fsvc_write(path, buf, len, 0644);
 }
 
 /* Where the policy named name lives (or will): its own file, else NAME.yaml. */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "util/clock.h"
+#include "util/fsvc.h"
 #include "util/names.h"
 #include "conf/budget.h"
 #include "conf/config.h"
@@ -186,7 +187,7 @@ delete_secret(struct daemon *d, const char *name, const struct ctl_req *q,
 		return;
 	}
 	if (secret_store_path(d->secrets, name, path, sizeof(path)) != 0 ||
-	    (unlink(path) != 0 && errno != ENOENT)) {
+	    (fsvc_unlink(path) != 0 && errno != ENOENT)) {
 		ctl_reply_error(r, 500, NULL, "cannot remove %s: %s; nothing "
 		    "changed", path, strerror(errno));
 		return;

@@ -5,12 +5,15 @@
  *
  *   POST /v1/test/keys-violation   sends the keys process a request
  *                                  that is not in kproto.h's table
+ *   POST /v1/test/forbidden-syscall  makes a system call the worker's
+ *                                  filter forbids (confine.h)
  */
 #include "autoconf.h"
 
 #include <string.h>
 
 #include "keys/kclient.h"
+#include "daemon/confine.h"
 #include "daemon/ctl.h"
 #include "daemon/ctl_int.h"
 #include "daemon/daemon.h"
@@ -32,6 +35,11 @@ ctl_test(struct daemon *d, const struct ctl_req *q, struct ctl_resp *r)
 			ctl_reply_error(r, 500, NULL, "cannot send it");
 		else
 			ctl_reply_error(r, 500, NULL, "sent, and still alive");
+		return 1;
+	}
+	if (strcmp(q->path, "/v1/test/forbidden-syscall") == 0) {
+		confine_test_forbidden();	/* killed here, if all is well */
+		ctl_reply_error(r, 500, NULL, "made it, and still alive");
 		return 1;
 	}
 	ctl_reply_error(r, 404, NULL, "no such test hook");

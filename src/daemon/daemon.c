@@ -19,6 +19,7 @@
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
+#include "util/fsvc.h"
 #include "util/log.h"
 #include "util/proctitle.h"
 #include "conf/config.h"
@@ -33,6 +34,7 @@
 #include "loop/spend.h"
 #include "loop/state.h"
 #include "dns/dnsmem.h"
+#include "daemon/confine.h"
 #include "daemon/ctl.h"
 #include "daemon/daemon.h"
 #include "daemon/monitor.h"
@@ -133,8 +135,14 @@ drop_privileges(const char *user)
 {
 	struct passwd *pw;
 
-	if (user == NULL)
-		return 0;	/* config_check_system warned, as root */
+	if (user == NULL) {
+		if (geteuid() != 0)
+			return 0;	/* started as its user (systemd's User=) */
+		user = getpwnam(CONFIG_USER_DEFAULT) != NULL ?
+		    CONFIG_USER_DEFAULT : CONFIG_USER_FALLBACK;
+	}
+	if (strcmp(user, "root") == 0)
+		return 0;	/* config_check_system warned */
 	if ((pw = getpwnam(user)) == NULL) {
 		log_errx("daemon", "user '%s': no such user", user);
 		return SL_ERR_NOT_FOUND;
@@ -544,10 +552,18 @@ daemon_run(struct config *cfg, char *const *argv)
 	sbstore_open(&d);
 	sbstore_static_cas(&d);
 	sbstore_restore(&d);
+	/* The folders are watched as root: the user may not read them. */
+	if (daemon_secrets_watch(&d) != 0 || watch_policies(&d) != 0)
+		goto out;
+	confine_drop_bounding();
 	if (drop_privileges(cfg->user) != 0)
 		goto out;
 	/* A change of uid resets it (to fs.suid_dumpable): again. */
+#ifndef SLUICE_SANITIZERS
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+#else
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);	/* LeakSanitizer traces itself */
+#endif
 	/* The monitor gone, no one would restart or stop this process. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (getppid() != d.mainpid)
@@ -570,12 +586,20 @@ daemon_run(struct config *cfg, char *const *argv)
 		log_errx("keys", "%s", why);
 		goto out;
 	}
+	if (ctl_start(d.ctl) != 0)
+		goto out;
+	/*
+	 * Set up: from here on only the data path's system calls, and files
+	 * through the monitor (fsvc.h).
+	 */
+	fsvc_remote(d.mon);
+	if (confine_worker(why, sizeof(why)) != 0) {
+		log_errx("daemon", "cannot confine the worker process: %s", why);
+		goto out;
+	}
 	for (started = 0; started < d.nworkers; started++)
 		if (worker_start(&d.workers[started]) != 0)
 			goto out;
-	if (daemon_secrets_watch(&d) != 0 || watch_policies(&d) != 0 ||
-	    ctl_start(d.ctl) != 0)
-		goto out;
 	log_info("daemon", "sluiced %s running: %zu workers, %zu policies",
 	    PACKAGE_VERSION, d.nworkers, d.state->npolicies);
 	notify_ready(&d);

@@ -28,6 +28,7 @@
 #include "keys/signkey.h"
 #include "audit/aserve.h"
 #include "audit/audit.h"
+#include "daemon/confine.h"
 #include "daemon/keyproc.h"
 
 #define KEYPROC_STOP_MS	5000	/* to exit once its channels close */
@@ -253,6 +254,14 @@ child(const struct config *cfg, const int *fds, const unsigned *roles,
 	for (i = 0; i < n; i++) {
 		pf[i].fd = fds[i];
 		pf[i].events = POLLIN;
+	}
+	{
+		char why[256];
+
+		if (confine_keys(why, sizeof(why)) != 0) {
+			log_errx("keys", "%s", why);
+			_exit(1);
+		}
 	}
 	serve(ks, pf, roles, n, worker, &phase);
 	/* The worker is gone: its last rounds, then the trail's end. */

@@ -15,9 +15,11 @@
 #include <unistd.h>
 
 #include "util/chan.h"
+#include "util/fsvc.h"
 #include "util/log.h"
 #include "util/wire.h"
 #include "daemon/ctl.h"
+#include "daemon/fserve.h"
 #include "daemon/daemon.h"
 #include "daemon/monitor.h"
 #include "daemon/worker.h"
@@ -49,6 +51,7 @@ struct mon {
 	long long	 started_ms;	/* the last worker's fork */
 	long long	 gone_ms;	/* its death */
 	int		 status;	/* the daemon's exit status */
+	struct fserve	*fs;		/* the worker's files (fserve.h) */
 };
 
 static const char *const state_names[] = {
@@ -169,6 +172,36 @@ listen_fds(const struct daemon *d, int *fds, size_t max)
 	return n + ctl_listen_fds(d->ctl, fds + n, max - n);
 }
 
+/*
+ * No worker will accept on them again (a stop, or a successor has its
+ * own): closed, so new connections are refused rather than queued.
+ */
+static void
+close_listeners(struct daemon *d)
+{
+	size_t i, j;
+
+	for (i = 0; i < d->nworkers; i++) {
+		struct worker *w = &d->workers[i];
+
+		for (j = 0; j < w->nlis; j++) {
+			if (w->lis[j].fd != -1)
+				close(w->lis[j].fd);
+			w->lis[j].fd = -1;
+		}
+		for (j = 0; j < w->ndns_udp; j++) {
+			if (w->dns_udp[j] != -1)
+				close(w->dns_udp[j]);
+			w->dns_udp[j] = -1;
+		}
+		for (j = 0; j < w->ndns_tcp; j++) {
+			if (w->dns_tcp[j] != -1)
+				close(w->dns_tcp[j]);
+			w->dns_tcp[j] = -1;
+		}
+	}
+}
+
 extern char **environ;
 
 /* Ours, without an upgrade's variables, and the two of this one. */
@@ -279,6 +312,17 @@ reply(struct mon *m, const struct chan_hdr *h, const struct wire_w *w)
 		    strerror(errno));
 }
 
+static void
+answer_enomem(struct mon *m, const struct chan_hdr *h)
+{
+	uint8_t b[4] = { ENOMEM, 0, 0, 0 };
+
+	if (chan_send(m->chan, h->type | MON_REPLY, h->id, b, sizeof(b),
+	    -1) != 0)
+		log_warnx("monitor", "cannot answer the worker: %s",
+		    strerror(errno));
+}
+
 /* A request outside the table: the worker is not itself any more. */
 static void
 refuse(struct mon *m, const char *what)
@@ -293,7 +337,8 @@ refuse(struct mon *m, const char *what)
 static void
 request(struct mon *m)
 {
-	uint8_t buf[512], out[MON_WHY_MAX + 16];
+	static uint8_t buf[CHAN_MSG_MAX];
+	uint8_t out[MON_WHY_MAX + 16];
 	struct chan_hdr h;
 	struct wire_r r;
 	struct wire_w w;
@@ -321,10 +366,19 @@ request(struct mon *m)
 		refuse(m, "an fd with a message that takes none");
 		return;
 	}
+	if (h.type >= FSVC_READ && h.type <= FSVC_UNLINK) {
+		if (m->fs == NULL)
+			answer_enomem(m, &h);
+		else if (fserve_request(m->fs, m->chan, &h, buf, h.len) != 0)
+			refuse(m, "a malformed file request");
+		return;
+	}
 	switch (h.type) {
 	case MON_KEYS:
 		pid = wire_get_u32(&r);
-		if (r.bad || wire_done(&r) != 0 || m->keys != -1)
+		/* Once, during the start: a worker taken over names no pid. */
+		if (wire_done(&r) != 0 || m->keys != -1 || pid <= 1 ||
+		    (m->state != M_START && m->state != M_RESTARTED))
 			break;
 		m->keys = (pid_t)pid;
 		return;
@@ -360,6 +414,7 @@ request(struct mon *m)
 		if (wire_done(&r) != 0 || m->successor == -1)
 			break;
 		m->handed = 1;
+		close_listeners(m->d);
 		return;
 	}
 	if (fd != -1)
@@ -386,8 +441,10 @@ signalled(struct mon *m, int sig)
 		return;
 	}
 	kill(m->worker, sig);
-	if ((sig == SIGTERM || sig == SIGINT) && m->state != M_STOPPING)
+	if ((sig == SIGTERM || sig == SIGINT) && m->state != M_STOPPING) {
 		state_set(m, M_STOPPING);
+		close_listeners(m->d);
+	}
 }
 
 /* ---- forking a worker ----------------------------------------------- */
@@ -410,6 +467,7 @@ fork_worker(struct mon *m)
 	if (pid == 0) {
 		close(sv[0]);
 		close(m->sfd);
+		fserve_free(m->fs);
 		sigprocmask(SIG_SETMASK, &m->old, NULL);
 		d->mon = sv[1];
 		d->mainpid = getppid();
@@ -480,6 +538,9 @@ monitor_run(struct daemon *d, int *status)
 	}
 	/* A dead worker's keys process comes here, to be waited for. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	if ((m.fs = fserve_new(d->cfg)) == NULL)
+		log_warnx("monitor", "out of memory: the worker will have no "
+		    "files once it runs");
 	if ((n = fork_worker(&m)) == 1)
 		goto forked;
 	if (n != 0) {
@@ -523,6 +584,7 @@ monitor_run(struct daemon *d, int *status)
 			request(&m);
 	}
 	close(m.sfd);
+	fserve_free(m.fs);
 	sigprocmask(SIG_SETMASK, &m.old, NULL);
 	if (m.chan != -1)
 		close(m.chan);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "util/chan.h"
+#include "util/fsvc.h"
 #include "util/log.h"
 #include "util/wire.h"
 #include "daemon/daemon.h"
@@ -29,18 +30,15 @@ static int
 ask(struct daemon *d, enum mon_msg type, const struct wire_w *w, int fd,
     uint8_t *buf, size_t cap, struct wire_r *r)
 {
-	static uint64_t next_id;
-	struct chan_hdr h;
-	uint64_t id = ++next_id;
+	ssize_t n;
 
-	if (d->mon == -1 || chan_send(d->mon, type, id, w->p, w->len, fd) != 0)
-		return -1;
-	if (chan_recv(d->mon, &h, buf, cap, NULL, MON_REPLY_MS) != 1 ||
-	    h.type != (type | MON_REPLY) || h.id != id) {
+	/* fsvc's: one request at a time, whichever thread asks. */
+	if ((n = fsvc_ask(d->mon, type, w->p, w->len, fd, buf, cap,
+	    MON_REPLY_MS)) < 0) {
 		log_errx("monitor", "no answer from the monitor");
 		return -1;
 	}
-	wire_r_init(r, buf, h.len);
+	wire_r_init(r, buf, (size_t)n);
 	return 0;
 }
 

@@ -66,6 +66,12 @@ notify_open(struct notify *n, struct event_base *base, long mainpid)
 		    strerror(errno));
 		goto out;
 	}
+	/*
+	 * Connected now, while the worker may still write to the socket's
+	 * file: once it is another user and confined, it could not.
+	 */
+	n->connected = connect(n->fd, (const struct sockaddr *)&n->sa,
+	    n->salen) == 0;
 	if ((us = watchdog_usec(mainpid)) != 0) {
 		tv.tv_sec = (time_t)(us / 2 / 1000000);
 		tv.tv_usec = (suseconds_t)(us / 2 % 1000000);
@@ -84,8 +90,9 @@ notify_send(struct notify *n, const char *msg)
 {
 	if (n->fd == -1)
 		return;
-	if (sendto(n->fd, msg, strlen(msg), MSG_NOSIGNAL,
-	    (const struct sockaddr *)&n->sa, n->salen) == -1)
+	if ((n->connected ? send(n->fd, msg, strlen(msg), MSG_NOSIGNAL) :
+	    sendto(n->fd, msg, strlen(msg), MSG_NOSIGNAL,
+	    (const struct sockaddr *)&n->sa, n->salen)) == -1)
 		log_debug("notify", "cannot tell the service manager: %s",
 		    strerror(errno));
 }

@@ -16,6 +16,7 @@ struct notify {
 	int		 fd;		/* -1: no manager listens */
 	struct sockaddr_un sa;
 	socklen_t	 salen;
+	int		 connected;	/* else each message names sa */
 	struct event	*watchdog;	/* WATCHDOG=1 every half period, or NULL */
 };
 

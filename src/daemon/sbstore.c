@@ -33,6 +33,7 @@
 #include <sodium.h>
 
 #include "util/err.h"
+#include "util/fsvc.h"
 #include "util/log.h"
 #include "conf/config.h"
 #include "keys/ca.h"
@@ -186,7 +187,7 @@ sbstore_put(struct daemon *d, const struct sandbox *sb, const json_t *policy,
 		snprintf(why, why_len, "out of memory");
 		goto out;
 	}
-	if (ctl_write_atomic_mode(path, text, strlen(text), 0600) != 0) {
+	if (fsvc_write(path, text, strlen(text), 0600) != 0) {
 		snprintf(why, why_len, "cannot write %s: %s", path,
 		    strerror(errno));
 		goto out;
@@ -212,12 +213,12 @@ sbstore_remove(struct daemon *d, const char *id, char *why, size_t why_len)
 		snprintf(why, why_len, "the path is too long");
 		return -1;
 	}
-	if (unlink(path) != 0 && errno != ENOENT) {
+	/* Synced with its folder: the removal survives a crash. */
+	if (fsvc_unlink(path) != 0 && errno != ENOENT) {
 		snprintf(why, why_len, "cannot remove %s: %s", path,
 		    strerror(errno));
 		return -1;
 	}
-	ctl_sync_dir(d->cfg->state_dir);	/* the removal survives a crash */
 	return 0;
 }
 
@@ -251,7 +252,7 @@ static_ca_put(struct daemon *d, const struct sandbox *sb, const char *path,
 	    (text = json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER)) ==
 	    NULL)
 		snprintf(why, why_len, "out of memory");
-	else if (ctl_write_atomic_mode(path, text, strlen(text), 0600) != 0)
+	else if (fsvc_write(path, text, strlen(text), 0600) != 0)
 		snprintf(why, why_len, "cannot write %s: %s", path,
 		    strerror(errno));
 	else
@@ -352,23 +353,8 @@ static char *
 read_file(const char *path, size_t *len)
 {
 	char *buf;
-	ssize_t n;
-	size_t got = 0;
-	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		return NULL;
-	if ((buf = malloc(SB_FILE_MAX + 1)) == NULL) {
-		close(fd);
-		return NULL;
-	}
-	while (got < SB_FILE_MAX && (n = read(fd, buf + got,
-	    SB_FILE_MAX - got)) > 0)
-		got += (size_t)n;
-	close(fd);
-	buf[got] = '\0';
-	*len = got;
-	return buf;
+	return fsvc_read(path, SB_FILE_MAX, &buf, len) == 0 ? buf : NULL;
 }
 
 /* One registration file, ID.json: registered again, or reported. */

@@ -22,6 +22,7 @@
 
 #include <sodium.h>
 
+#include "util/fsvc.h"
 #include "util/keyfile.h"
 #include "util/names.h"
 #include "util/redact.h"
@@ -501,70 +502,22 @@ secret_store_path(const struct secret_store *st, const char *name, char *buf,
 }
 
 /*
- * Opens a sealed file of the folder.  A symbolic link is followed only to
- * a file inside the folder itself: the layout of a Kubernetes Secret
- * volume, where NAME.sealed links to ..data/NAME.sealed and an update swaps
- * ..data.  Errors set errno (ELOOP: a link that leaves the folder).
+ * Reads a whole sealed file (at most SEALED_MAX_BLOB bytes) of the
+ * folder.  A symbolic link is followed only to a file inside the folder
+ * itself: the layout of a Kubernetes Secret volume, where NAME.sealed
+ * links to ..data/NAME.sealed and an update swaps ..data.  Errors set
+ * errno (ELOOP: a link that leaves the folder).
  */
-static int
-open_in_dir(const char *dir, const char *path)
-{
-	char rdir[PATH_MAX], rpath[PATH_MAX];
-	size_t n;
-	int fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) >= 0 ||
-	    errno != ELOOP)
-		return fd;
-	if (realpath(dir, rdir) == NULL || realpath(path, rpath) == NULL)
-		return -1;
-	n = strlen(rdir);
-	if (strncmp(rpath, rdir, n) != 0 || rpath[n] != '/') {
-		errno = ELOOP;
-		return -1;
-	}
-	return open(rpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-}
-
-/* Reads a whole sealed file (at most SEALED_MAX_BLOB bytes). */
 static int
 read_blob(const char *dir, const char *path, uint8_t **out, size_t *outlen)
 {
-	struct stat sb;
-	uint8_t *buf;
-	size_t off = 0;
-	ssize_t n;
-	int fd;
+	char *buf;
 
-	if ((fd = open_in_dir(dir, path)) < 0)
-		return SL_ERR_IO;
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		close(fd);
-		errno = EINVAL;
-		return SL_ERR_IO;
-	}
-	if (sb.st_size > (off_t)SEALED_MAX_BLOB) {
-		close(fd);
-		return SL_ERR_TOO_BIG;
-	}
-	if ((buf = malloc(SEALED_MAX_BLOB)) == NULL) {
-		close(fd);
-		return SL_ERR_NOMEM;
-	}
-	while (off < SEALED_MAX_BLOB &&
-	    (n = read(fd, buf + off, SEALED_MAX_BLOB - off)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			close(fd);
-			free(buf);
-			return SL_ERR_IO;
-		}
-		off += (size_t)n;
-	}
-	close(fd);
-	*out = buf;
-	*outlen = off;
+	/* Through the monitor once the worker is confined (fsvc.h). */
+	if (fsvc_read_in(dir, path, SEALED_MAX_BLOB, &buf, outlen) != 0)
+		return errno == EFBIG ? SL_ERR_TOO_BIG : errno == ENOMEM ?
+		    SL_ERR_NOMEM : SL_ERR_IO;
+	*out = (uint8_t *)buf;
 	return 0;
 }
 
@@ -671,26 +624,24 @@ secret_store_load(const struct secret_store *st, const struct secret_set *prev,
 {
 	struct secret_set *set = NULL;
 	struct secret_change *ch = NULL;
-	size_t nch = 0, i;
-	struct dirent *de;
-	char name[SEALED_NAME_MAX + 1];
-	DIR *dir;
+	size_t nch = 0, i, n = 0;
+	char name[SEALED_NAME_MAX + 1], **names = NULL;
 	int r = 0;
 
-	if ((dir = opendir(st->dir)) == NULL) {
+	if (fsvc_list(st->dir, &names, &n) != 0) {
 		errlist_add(errs, st->dir, 0, 0, "cannot read the secret "
 		    "folder: %s", strerror(errno));
 		return SL_ERR_IO;
 	}
 	if ((set = set_alloc(0)) == NULL) {
-		closedir(dir);
+		fsvc_list_free(names, n);
 		return SL_ERR_NOMEM;
 	}
-	while ((de = readdir(dir)) != NULL)
-		if (sealed_file_name(de->d_name, name) &&
+	for (i = 0; i < n; i++)
+		if (sealed_file_name(names[i], name) &&
 		    (r = load_one(st, name, &set, prev, &ch, &nch, errs)) != 0)
 			break;
-	closedir(dir);
+	fsvc_list_free(names, n);
 	/* Secrets whose file is gone. */
 	for (i = 0; r == 0 && prev != NULL && i < prev->n; i++)
 		if (secret_set_find(set, prev->v[i]->name,

@@ -24,9 +24,11 @@
 #include <openssl/x509v3.h>
 
 #include "util/err.h"
+#include "util/fsvc.h"
 #include "keys/pemkey.h"
 #include "keys/tlsup.h"
 
+#define TLSUP_CA_MAX	(16 * 1024 * 1024)	/* a CA bundle's bytes */
 #define TLSUP_SESS_MAX	256	/* sandbox, host, port triples with a kept session, per context */
 #define TLSUP_SHA256_LEN 32
 
@@ -236,35 +238,36 @@ new_session_cb(SSL *ssl, SSL_SESSION *sess)
 	return cache_put(c, host, sess);
 }
 
-/* Adds every certificate of the PEM file at path to ctx's empty store. */
+/*
+ * Adds every certificate of the PEM file at path to ctx's empty store.
+ * Read through the monitor once the worker is confined (fsvc.h), which
+ * gives out the certificates of a file and nothing else.
+ */
 static int
 load_ca(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
 {
 	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
 	STACK_OF(X509_INFO) *infos = NULL;
 	X509_INFO *xi;
-	struct stat st;
-	FILE *f = NULL;
 	BIO *bio = NULL;
+	char *text = NULL;
+	size_t len = 0;
 	int i, n = 0, r = SL_ERR_INTERNAL;
 
-	if ((f = fopen(path, "re")) == NULL || fstat(fileno(f), &st) != 0) {
+	if (fsvc_certs(path, TLSUP_CA_MAX, &text, &len) != 0) {
+		int e = errno;
+
 		seterr(err, errlen, "upstream CA file %s: %s", path,
-		    strerror(errno));
-		r = SL_ERR_IO;
+		    e == EISDIR || e == EINVAL ? "not a regular file" :
+		    e == ENODATA ? "no certificate in it" : strerror(e));
+		r = e == EISDIR || e == EINVAL || e == ENODATA ?
+		    SL_ERR_INVALID : SL_ERR_IO;
 		goto out;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		seterr(err, errlen, "upstream CA file %s: not a regular file",
-		    path);
-		r = SL_ERR_INVALID;
-		goto out;
-	}
-	if ((bio = BIO_new_fp(f, BIO_CLOSE)) == NULL) {
+	if ((bio = BIO_new_mem_buf(text, (int)len)) == NULL) {
 		r = SL_ERR_NOMEM;
 		goto out;
 	}
-	f = NULL;	/* transferred */
 	if ((infos = PEM_X509_INFO_read_bio(bio, NULL, NULL, NULL)) == NULL) {
 		seterr(err, errlen, "upstream CA file %s: not a PEM "
 		    "certificate bundle", path);
@@ -294,8 +297,7 @@ load_ca(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
 		    err_str(r));
 	sk_X509_INFO_pop_free(infos, X509_INFO_free);
 	BIO_free(bio);
-	if (f != NULL)
-		fclose(f);
+	free(text);
 	return r;
 }
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,7 +20,7 @@
 
 struct dirwatch {
 	int		 ifd;		/* inotify */
-	int		 dfd;		/* the folder, for fstatat */
+	char		*dir;		/* the folder (no fd: a worker holds none) */
 	dirwatch_want	*want;
 	dirwatch_fn	*fn;
 	void		*arg;
@@ -30,6 +31,7 @@ struct dirwatch {
 static int
 relevant(const struct dirwatch *w, const struct inotify_event *ev)
 {
+	char path[PATH_MAX];
 	struct stat sb;
 
 	if (ev->mask & IN_Q_OVERFLOW)
@@ -42,10 +44,13 @@ relevant(const struct dirwatch *w, const struct inotify_event *ev)
 		return 0;
 	/*
 	 * A file being created is read when it is closed or renamed; a new
-	 * symbolic link is complete at once.
+	 * symbolic link is complete at once.  A worker that may not look
+	 * into the folder (its user is not the folder's) cannot tell: it
+	 * reads, and reads again at the close.
 	 */
-	if ((ev->mask & IN_CREATE) && (fstatat(w->dfd, ev->name, &sb,
-	    AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(sb.st_mode)))
+	if ((ev->mask & IN_CREATE) && snprintf(path, sizeof(path), "%s/%s",
+	    w->dir, ev->name) < (int)sizeof(path) && lstat(path, &sb) == 0 &&
+	    !S_ISLNK(sb.st_mode))
 		return 0;
 	return 1;
 }
@@ -89,11 +94,11 @@ dirwatch_new(struct event_base *base, const char *dir, dirwatch_want *want,
 
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		return NULL;
-	w->ifd = w->dfd = -1;
+	w->ifd = -1;
 	w->want = want;
 	w->fn = fn;
 	w->arg = arg;
-	if ((w->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	if ((w->dir = strdup(dir)) == NULL ||
 	    (w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 ||
 	    inotify_add_watch(w->ifd, dir, WATCH_MASK) < 0)
 		goto fail;
@@ -122,7 +127,6 @@ dirwatch_free(struct dirwatch *w)
 		event_free(w->delay_ev);
 	if (w->ifd >= 0)
 		close(w->ifd);
-	if (w->dfd >= 0)
-		close(w->dfd);
+	free(w->dir);
 	free(w);
 }

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "util/cidr.h"
+#include "util/fsvc.h"
 #include "util/log.h"
 #include "conf/config.h"
 #include "conf/policy.h"
@@ -102,19 +103,20 @@ push_policy(struct state *st, struct policy *p)
 static int
 load_policies(struct state *st, const char *dir, struct errlist *errs)
 {
-	struct dirent **ents = NULL;
 	struct policy *p;
-	char path[4096];
-	int i, n, r = 0;
+	char path[4096], **names = NULL;
+	size_t i, n = 0;
+	int r = 0;
 
-	if ((n = scandir(dir, &ents, NULL, alphasort)) < 0) {
+	/* Sorted by name; through the monitor once confined (fsvc.h). */
+	if (fsvc_list(dir, &names, &n) != 0) {
 		errlist_add(errs, dir, 0, 0, "cannot read policy directory: %m");
 		return SL_ERR_INVALID;
 	}
 	for (i = 0; i < n; i++) {
-		if (!state_policy_file(ents[i]->d_name))
+		if (!state_policy_file(names[i]))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		p = NULL;
 		if (policy_load(path, &p, errs) != 0) {
 			r = SL_ERR_INVALID;
@@ -134,9 +136,7 @@ load_policies(struct state *st, const char *dir, struct errlist *errs)
 		}
 		/* state_policy searches linearly until the sort below. */
 	}
-	for (i = 0; i < n; i++)
-		free(ents[i]);
-	free(ents);
+	fsvc_list_free(names, n);
 	return r;
 }
 

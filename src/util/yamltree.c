@@ -14,6 +14,7 @@
 
 #include "util/err.h"
 #include "util/log.h"
+#include "util/fsvc.h"
 #include "util/yamltree.h"
 
 #define YAML_MAX_DEPTH	32
@@ -540,64 +541,20 @@ int
 ydoc_read_file(const char *path, size_t max_bytes, char **out, size_t *outlen,
     struct errlist *errs)
 {
-	char *buf = NULL, *nb;
-	size_t len = 0, cap = 0;
-	ssize_t got;
-	int fd = -1, r = SL_ERR_INTERNAL;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	/* Here, or by the monitor once the worker is confined (fsvc.h). */
+	if (fsvc_read(path, max_bytes, out, outlen) == 0)
+		return 0;
+	if (errno == EFBIG) {
 		if (errs != NULL)
-			errlist_add(errs, path, 0, 0, "%s", strerror(errno));
-		r = SL_ERR_IO;
-		goto out;
+			errlist_add(errs, path, 0, 0, "larger than %zu bytes",
+			    max_bytes);
+		return SL_ERR_TOO_BIG;
 	}
-	/* Read up to one byte past the bound: sizes of pipes lie. */
-	for (;;) {
-		if (len == cap) {
-			cap = cap ? cap * 2 : 4096;
-			if (cap > max_bytes + 1)
-				cap = max_bytes + 1;
-			if ((nb = realloc(buf, cap + 1)) == NULL) {
-				r = SL_ERR_NOMEM;
-				goto out;
-			}
-			buf = nb;
-		}
-		got = read(fd, buf + len, cap - len);
-		if (got == -1 && errno == EINTR)
-			continue;
-		if (got == -1) {
-			if (errs != NULL)
-				errlist_add(errs, path, 0, 0, "%s",
-				    strerror(errno));
-			r = SL_ERR_IO;
-			goto out;
-		}
-		if (got == 0)
-			break;
-		len += (size_t)got;
-		if (len > max_bytes) {
-			if (errs != NULL)
-				errlist_add(errs, path, 0, 0,
-				    "larger than %zu bytes", max_bytes);
-			r = SL_ERR_TOO_BIG;
-			goto out;
-		}
-	}
-	if (buf == NULL && (buf = malloc(1)) == NULL) {
-		r = SL_ERR_NOMEM;
-		goto out;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	*outlen = len;
-	buf = NULL;
-	r = 0;
- out:
-	if (fd != -1)
-		close(fd);
-	free(buf);
-	return r;
+	if (errno == ENOMEM)
+		return SL_ERR_NOMEM;
+	if (errs != NULL)
+		errlist_add(errs, path, 0, 0, "%s", strerror(errno));
+	return SL_ERR_IO;
 }
 
 int

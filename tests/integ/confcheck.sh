@@ -12,9 +12,10 @@
 #                       a warning with policy file:line and the rule (a
 #                       secret may arrive live later)
 #   check_secret_unbound  its secret is bound to other hosts: a warning
-#   check_warnings      running as root without 'user', a secret_dir
-#                       others may write: warnings, exit 0 (none for a
-#                       secret_dir mounted read-only)
+#   check_warnings      'user: root', a secret_dir others may write:
+#                       warnings, exit 0 (none for a secret_dir mounted
+#                       read-only; none for root without 'user' when the
+#                       user sluice, the default, exists)
 #   start_refuses       the start stops on the same errors, naming them
 #   log_json            log: {format: json}: one JSON object a line
 #   log_journal         stderr is the journal: priority prefixes, no time
@@ -132,12 +133,18 @@ check_warnings() {
 	run_check
 	chmod 700 "$SECDIR"
 	[ "$rc" = 0 ] || { why="exit $rc: $out"; return 1; }
-	if [ "$(id -u)" = 0 ]; then
-		grep -q "^warning: .*running as root: set 'user'" <<<"$out" ||
-		    { why="no warning for root: $out"; return 1; }
+	if getent passwd sluice >/dev/null; then
+		! grep -q "^warning: .*'user'" <<<"$out" ||
+		    { why="a warning about 'user' though the default user exists: $out"; return 1; }
 	fi
 	grep -q "^warning: .*sluiced.yaml:7: secret_dir $SECDIR may be written by group or others" <<<"$out" ||
 	    { why="no warning for a secret_dir others may write: $out"; return 1; }
+	config "user: root"
+	run_check
+	[ "$rc" = 0 ] || { why="user root: exit $rc: $out"; return 1; }
+	grep -q "^warning: .*sluiced.yaml:9: 'user: root': the worker that parses every sandbox byte" <<<"$out" ||
+	    { why="no warning for 'user: root': $out"; return 1; }
+	config
 	# the same folder mounted read-only, as a Kubernetes Secret volume
 	# (mode 1777 there): nobody can write it, no warning
 	chmod 1777 "$SECDIR" && mount --bind "$SECDIR" "$SECDIR" &&
@@ -192,13 +199,13 @@ log_json() {
 }
 # stderr is the journal: a priority prefix, no time (journald adds it)
 log_journal() {
-	config
+	config "user: root"	# for a warning
 	sed -i "s|127.0.0.1:15001|127.0.0.1:$LISTEN_PORT|" "$WORK/sluiced.yaml"
 	: >"$WORK/run.log"
 	start_log JOURNAL_STREAM="$(stat -c '%d:%i' "$WORK/run.log")"
 	[ "$rc" = 0 ] || { why="exit $rc: $(short "$(cat "$WORK/run.log")")"; return 1; }
 	grep -q '^<6>sluiced\[daemon\] info: sluiced .* running' "$WORK/run.log" &&
-	    { [ "$(id -u)" != 0 ] || grep -q '^<4>sluiced\[config\] warning: ' "$WORK/run.log"; } &&
+	    grep -q '^<4>sluiced\[config\] warning: ' "$WORK/run.log" &&
 	    ! grep -qv '^<[3467]>' "$WORK/run.log" ||
 	    { why="not journal lines: $(short "$(head -c 600 "$WORK/run.log")")"; return 1; }
 	# not the journal: text, with the time

@@ -13,6 +13,14 @@
 #                    (AF_UNIX: control, audit, one a worker), no
 #                    listener; the one file it has open is the trail
 #   keys_no_dump     the keys process cannot dump core
+#   confined         the worker: Seccomp 2 (a filter), NoNewPrivs 1,
+#                    CapEff 0 and no capability left in any set, uid and
+#                    gid those of the user sluice (the default 'user');
+#                    the keys process: a filter of its own
+#   no_files         the worker has no file open but its log, and no
+#                    key, policy or secret file mapped; yet a policy
+#                    written through the API and a reload (its files
+#                    come through the monitor) work
 #   icpt_works       an intercepted request gets its injected credential
 #                    upstream: leaves are minted over the channel
 #   gwkey_where      the gateway's private key is in the keys process's
@@ -27,6 +35,9 @@
 #   violation        a request outside the table (test hook) ends the
 #                    worker and its keys process; the monitor starts
 #                    another pair within a second, which serves
+#   forbidden        a forbidden system call in the worker (execve,
+#                    test hook) kills it (SIGSYS); the monitor starts
+#                    another within a second, which serves
 #   worker_dies      a worker killed by a signal is restarted within a
 #                    second: new connections are intercepted, status
 #                    counts the restart, the trail still verifies
@@ -151,6 +162,49 @@ keys_no_dump() {
 	    { why="core limit: $(grep 'core file' "/proc/$k/limits")"; return 1; }
 }
 
+# status_field PID NAME: the value of NAME in /proc/PID/status
+status_field() { awk -v n="$2:" '$1 == n { print $2 }' "/proc/$1/status"; }
+
+confined() {
+	local w k f
+	w=$(worker_pid) k=$(keys_pid)
+	[ "$(status_field "$w" Seccomp)" = 2 ] || { why="worker Seccomp: $(status_field "$w" Seccomp)"; return 1; }
+	[ "$(status_field "$w" NoNewPrivs)" = 1 ] || { why="worker NoNewPrivs: $(status_field "$w" NoNewPrivs)"; return 1; }
+	for f in CapEff CapPrm CapInh CapAmb CapBnd; do
+		[ "$(status_field "$w" $f)" = 0000000000000000 ] ||
+		    { why="worker $f: $(status_field "$w" $f)"; return 1; }
+	done
+	[ "$(status_field "$k" Seccomp)" = 2 ] || { why="keys Seccomp: $(status_field "$k" Seccomp)"; return 1; }
+	[ "$(status_field "$SL_PID" Seccomp)" = 0 ] || { why="the monitor has a filter too"; return 1; }
+	[ "$(awk '$1 == "Uid:" { print $2 $3 $4 $5 }' "/proc/$w/status")" = "$(id -u sluice)$(id -u sluice)$(id -u sluice)$(id -u sluice)" ] ||
+	    { why="worker uids: $(grep Uid: "/proc/$w/status")"; return 1; }
+	[ "$(awk '$1 == "Gid:" { print $2 }' "/proc/$w/status")" = "$(id -g sluice)" ] ||
+	    { why="worker gid: $(grep Gid: "/proc/$w/status")"; return 1; }
+}
+
+no_files() {
+	local w fd link
+	w=$(worker_pid)
+	for fd in /proc/"$w"/fd/*; do
+		link=$(readlink "$fd") || continue
+		case "$link" in
+		socket:*|pipe:*|anon_inode:*|/dev/null|/dev/pts/*|*/sluiced.log) ;;
+		*) why="the worker has $link open"; return 1 ;;
+		esac
+	done
+	! grep -E "\.key|\.sealed|$POLDIR|$SECDIR" "/proc/$w/maps" >/dev/null ||
+	    { why="mapped: $(grep -E "\.key|\.sealed|$POLDIR|$SECDIR" "/proc/$w/maps" | head -1)"; return 1; }
+	api PUT /v1/policies/extra "name: extra
+egress: {default: deny, allow: [{domain: extra.test}]}"
+	[ "$st" = 200 ] || [ "$st" = 201 ] || { why="PUT policy: $st $(short "$out")"; return 1; }
+	[ -f "$POLDIR/extra.yaml" ] || { why="no $POLDIR/extra.yaml: $(ls "$POLDIR")"; return 1; }
+	api POST /v1/reload
+	[ "$st" = 200 ] || { why="reload: $st $(short "$out")"; return 1; }
+	api GET /v1/policies
+	jq -e '[.policies[] | .name] | index("extra") != null' <<<"$out" >/dev/null ||
+	    { why="policies: $(short "$out")"; return 1; }
+}
+
 icpt_works() {
 	local o
 	snap
@@ -263,6 +317,17 @@ violation() {
 	[ -n "$(keys_pid)" ] && [ "$(keys_pid)" != "$k" ] || { why="no new keys process"; return 1; }
 }
 
+forbidden() {
+	local w
+	w=$(worker_pid)
+	api POST /v1/test/forbidden-syscall
+	new_worker "$w" || return 1
+	! kill -0 "$w" 2>/dev/null || { why="the worker lives on (api: $st $out)"; return 1; }
+	grep -q 'the worker process was killed by signal 31' "$WORK/sluiced.log" ||
+	    { why="no word of it in the log: $(tail -2 "$WORK/sluiced.log" | tr '\n' ' ')"; return 1; }
+	served || return 1
+}
+
 worker_dies() {
 	local w
 	w=$(worker_pid)
@@ -273,7 +338,7 @@ worker_dies() {
 	    { why="no word of it in the log: $(tail -2 "$WORK/sluiced.log" | tr '\n' ' ')"; return 1; }
 	served || return 1
 	api GET /v1/status
-	jq -e '.processes[] | select(.role == "worker") | .restarts == 2' <<<"$out" >/dev/null ||
+	jq -e '.processes[] | select(.role == "worker") | .restarts == 3' <<<"$out" >/dev/null ||
 	    { why="status: $(jq -c .processes <<<"$out")"; return 1; }
 	"$SLUICECTL" audit verify --open "$AUDIT" --pub "$KEYS/sign/signing.pub" >"$WORK/verify.out" 2>&1 ||
 	    { why="audit verify: $(tail -2 "$WORK/verify.out" | tr '\n' ' ')"; return 1; }
@@ -295,13 +360,16 @@ keys_die() {
 check tree_keys tree_keys
 check keys_no_net keys_no_net
 check keys_no_dump keys_no_dump
+check confined confined
 check icpt_works icpt_works
+check no_files no_files
 check gwkey_where gwkey_where
 check cakey_where cakey_where
 check signkey_where signkey_where
 check key_files key_files
 check restart_ca restart_ca
 check violation violation
+check forbidden forbidden
 check worker_dies worker_dies
 check keys_die keys_die
 check_done
