@@ -214,8 +214,13 @@ do_read(struct fserve *fs, int chan, const struct chan_hdr *h,
 	if (h->type == FSVC_CERTS)
 		e = realpath(path, real) == NULL ? errno : 0;
 	else if (within[0] != '\0') {
-		/* A file that must stay in its folder (fsvc_read_in). */
-		e = fsvc_within(within, path, real) == 0 ? 0 : errno;
+		/* A file that must stay in its folder (fsvc_read_in), itself in
+		 * the roots: no word of what is elsewhere. */
+		char rw[PATH_MAX];
+
+		e = resolve_existing(fs, within, rw);
+		if (e == 0)
+			e = fsvc_within(within, path, real) == 0 ? 0 : errno;
 		if (e == 0 && !inside(fs, real))
 			e = EACCES;
 	} else

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +77,8 @@ int
 fsvc_local_read(const char *path, size_t max, char **out, size_t *outlen)
 {
 	struct stat sb;
-	char *buf = NULL;
-	size_t len = 0;
+	char *buf = NULL, *nb;
+	size_t len = 0, cap;
 	ssize_t got;
 	int fd, e;
 
@@ -88,13 +89,32 @@ fsvc_local_read(const char *path, size_t max, char **out, size_t *outlen)
 		e = S_ISDIR(sb.st_mode) ? EISDIR : errno;
 		goto fail;
 	}
-	/* One byte past the bound: sizes can change while it is read. */
-	if ((buf = malloc(max + 2)) == NULL) {
+	/*
+	 * Its size and one byte more, at most max + 1: a file may grow while
+	 * it is read, and a pipe says no size.
+	 */
+	cap = S_ISREG(sb.st_mode) && (uint64_t)sb.st_size < max ?
+	    (size_t)sb.st_size + 1 : 4096;
+	if (cap > max)
+		cap = max + 1;
+	if ((buf = malloc(cap + 1)) == NULL) {
 		e = ENOMEM;
 		goto fail;
 	}
-	while (len <= max) {
-		if ((got = read(fd, buf + len, max + 1 - len)) < 0) {
+	for (;;) {
+		if (len == cap) {
+			if (cap > max) {
+				e = EFBIG;
+				goto fail;
+			}
+			cap = cap > max / 2 ? max + 1 : cap * 2;
+			if ((nb = realloc(buf, cap + 1)) == NULL) {
+				e = ENOMEM;
+				goto fail;
+			}
+			buf = nb;
+		}
+		if ((got = read(fd, buf + len, cap - len)) < 0) {
 			if (errno == EINTR)
 				continue;
 			e = errno;
@@ -159,7 +179,9 @@ fsvc_local_write(const char *path, const void *buf, size_t len, mode_t mode)
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+	/* A new file: whatever a crash or another hand left there goes. */
+	unlink(tmp);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
 	    O_NOFOLLOW, mode)) < 0)
 		return -1;
 	while (off < len) {
@@ -479,7 +501,7 @@ fsvc_within(const char *dir, const char *path, char *real)
 
 	if (realpath(dir, rdir) == NULL || realpath(path, real) == NULL)
 		return -1;
-	n = strlen(rdir);
+	n = strcmp(rdir, "/") == 0 ? 0 : strlen(rdir);
 	if (strncmp(real, rdir, n) != 0 || real[n] != '/') {
 		errno = ELOOP;
 		return -1;
