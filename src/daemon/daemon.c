@@ -134,6 +134,7 @@ static int
 drop_privileges(const char *user)
 {
 	struct passwd *pw;
+	gid_t gid;
 
 	if (user == NULL) {
 		if (geteuid() != 0)
@@ -147,12 +148,17 @@ drop_privileges(const char *user)
 		log_errx("daemon", "user '%s': no such user", user);
 		return SL_ERR_NOT_FOUND;
 	}
-	/* Started by a predecessor that dropped them already (an upgrade). */
+	/*
+	 * The group it was started with, unless root's (systemd's Group=,
+	 * setpriv --regid): a firewall that exempts sluiced's own upstream
+	 * connections by it (nftables "meta skgid") keeps matching them.
+	 */
+	gid = getgid() != 0 ? getgid() : pw->pw_gid;
 	if (getuid() == pw->pw_uid && geteuid() == pw->pw_uid &&
-	    getgid() == pw->pw_gid && pw->pw_uid != 0)
-		return 0;
-	if (setgroups(1, &pw->pw_gid) == -1 ||
-	    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == -1 ||
+	    getegid() == gid && pw->pw_uid != 0)
+		return 0;	/* started as that user already */
+	if (setgroups(1, &gid) == -1 ||
+	    setresgid(gid, gid, gid) == -1 ||
 	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1) {
 		log_errx("daemon", "cannot drop privileges to %s: %s", user,
 		    strerror(errno));

@@ -42,6 +42,9 @@
 #                    second: new connections are intercepted, status
 #                    counts the restart, the trail still verifies
 #   keys_die         the keys process killed: sluiced stops (status 1)
+#   group_kept       started under another group (setpriv --regid, as a
+#                    firewall exempting sluiced's connections by skgid
+#                    wants), the worker keeps it, as the user sluice
 # Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
 
 # shellcheck source=tests/integ/check.sh
@@ -371,5 +374,26 @@ check restart_ca restart_ca
 check violation violation
 check forbidden forbidden
 check worker_dies worker_dies
+group_kept() {
+	local w n=0 g
+	world_spawn "$NS_GW" "$WORK/sluiced.log" setpriv --regid=54321 --clear-groups \
+	    "$SLUICED" -c "$WORK/sluiced.yaml"
+	SL_PID=$SPAWNED
+	world_wait_listen "$NS_GW" 15001 100 && world_wait_file "$SOCK" 50 ||
+	    { why="it did not start: $(tail -2 "$WORK/sluiced.log" | tr '\n' ' ')"; return 1; }
+	api GET /v1/status
+	[ "$st" = 200 ] || { why="status: $st $(tail -2 "$WORK/sluiced.log" | tr '\n' ' ')"; return 1; }
+	w=$(worker_pid)
+	g=$(awk '$1 == "Gid:" { print $2 $3 $4 $5 }' "/proc/$w/status")
+	[ "$g" = 54321543215432154321 ] || { why="worker gids: $(grep Gid: "/proc/$w/status")"; return 1; }
+	[ "$(awk '$1 == "Uid:" { print $2 }' "/proc/$w/status")" = "$(id -u sluice)" ] ||
+	    { why="worker uid: $(grep Uid: "/proc/$w/status")"; return 1; }
+	[ "$(awk '$1 == "Groups:" { print $2 }' "/proc/$w/status")" = 54321 ] ||
+	    { why="worker groups: $(grep Groups: "/proc/$w/status")"; return 1; }
+	world_stop "$SL_PID" TERM 80
+	[ "$WORLD_STOP_STATUS" = 0 ] || { why="exit status $WORLD_STOP_STATUS"; return 1; }
+}
+
 check keys_die keys_die
+check group_kept group_kept
 check_done
