@@ -47,7 +47,8 @@ static const char *const worker_calls[] = {
 	"getsockopt", "getsockname", "getpeername", "socketpair",
 	"sendmmsg", "recvmmsg", "splice", "pipe2",
 	"epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
-	"eventfd2", "wait4",
+	"epoll_pwait2", "eventfd2", "timerfd_create", "timerfd_settime",
+	"timerfd_gettime", "wait4",
 	/* No open: files are the monitor's (fsvc.h); links are resolved. */
 	"readlink", "readlinkat",
 	NULL,

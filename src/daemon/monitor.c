@@ -95,6 +95,9 @@ worker_gone(struct mon *m, int st)
 	m->chan = -1;
 	m->worker = -1;
 	m->gone_ms = now_ms();
+	/* A write it had begun is not the next worker's to finish. */
+	fserve_free(m->fs);
+	m->fs = fserve_new(m->d->cfg);
 	if (WIFEXITED(st))
 		snprintf(how, sizeof(how), "exited with status %d",
 		    WEXITSTATUS(st));
