@@ -582,6 +582,7 @@ daemon_run(struct config *cfg, char *const *argv)
 		sigs[i] = evsignal_new(d.base, signums[i], signal_cb, &d);
 		evsignal_add(sigs[i], NULL);
 	}
+	monitor_signals_ready();	/* one that came meanwhile is handled now */
 	for (i = 0; i < d.nworkers; i++)
 		if (worker_init(&d.workers[i], &d, (unsigned)i) != 0) {
 			log_errx("daemon", "cannot set up worker %zu", i);

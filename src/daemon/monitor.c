@@ -452,13 +452,36 @@ signalled(struct mon *m, int sig)
 
 /* ---- forking a worker ----------------------------------------------- */
 
+void
+monitor_passed_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGUSR1);
+	sigaddset(set, SIGUSR2);
+}
+
+void
+monitor_signals_ready(void)
+{
+	sigset_t set;
+
+	monitor_passed_signals(&set);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 /* 1 in the new worker process, 0 in the monitor (-1: fork failed). */
 static int
 fork_worker(struct mon *m)
 {
 	struct daemon *d = m->d;
+	sigset_t set;
 	int sv[2];
 	pid_t pid;
+
+	monitor_passed_signals(&set);
 
 	if (chan_pair(sv) != 0)
 		return -1;
@@ -471,7 +494,14 @@ fork_worker(struct mon *m)
 		close(sv[0]);
 		close(m->sfd);
 		fserve_free(m->fs);
+		/*
+		 * SIGCHLD back, the signals passed on still blocked: one that
+		 * comes during the start waits for the worker's handlers
+		 * (monitor_signals_ready) rather than kill it.
+		 */
+		sigdelset(&set, SIGCHLD);
 		sigprocmask(SIG_SETMASK, &m->old, NULL);
+		sigprocmask(SIG_BLOCK, &set, NULL);
 		d->mon = sv[1];
 		d->mainpid = getppid();
 		ctl_disown(d->ctl);	/* the socket's file is the monitor's */
@@ -526,13 +556,8 @@ monitor_run(struct daemon *d, int *status)
 	m.worker = m.keys = m.successor = -1;
 	m.chan = -1;
 	d->mainpid = getpid();
-	sigemptyset(&set);
+	monitor_passed_signals(&set);
 	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGUSR2);
 	if (sigprocmask(SIG_BLOCK, &set, &m.old) != 0 ||
 	    (m.sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) == -1) {
 		log_errx("monitor", "signalfd: %s", strerror(errno));

@@ -18,6 +18,7 @@
 #ifndef SLUICE_MONITOR_H
 #define SLUICE_MONITOR_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -50,6 +51,13 @@ enum mon_msg {
  * 1 in the monitor once the daemon is over, its exit status in *status.
  */
 int	monitor_run(struct daemon *d, int *status);
+/*
+ * The signals the monitor passes on.  A worker starts with them blocked
+ * and unblocks them once its handlers are in (monitor_signals_ready), so
+ * one sent during its start is handled then instead of killing it.
+ */
+void	monitor_passed_signals(sigset_t *set);
+void	monitor_signals_ready(void);
 
 /* ---- the worker's side (monitor_req.c) ---- */
 

@@ -42,6 +42,8 @@
 #                    second: new connections are intercepted, status
 #                    counts the restart, the trail still verifies
 #   keys_die         the keys process killed: sluiced stops (status 1)
+#   early_signal     SIGHUP and SIGUSR1 sent while the worker starts wait
+#                    for its handlers: it serves, never restarted
 #   group_kept       started under another group (setpriv --regid, as a
 #                    firewall exempting sluiced's connections by skgid
 #                    wants), the worker keeps it, as the user sluice
@@ -394,6 +396,31 @@ group_kept() {
 	[ "$WORLD_STOP_STATUS" = 0 ] || { why="exit status $WORLD_STOP_STATUS"; return 1; }
 }
 
+early_signal() {
+	world_spawn "$NS_GW" "$WORK/sluiced.log" "$SLUICED" -c "$WORK/sluiced.yaml"
+	SL_PID=$SPAWNED
+	# once the monitor blocks them (SigBlk has SIGHUP, bit 0), many
+	# through the worker's start: its handlers are not in at first
+	n=0
+	until [ $(( 0x$(awk '$1 == "SigBlk:" { print $2 }' "/proc/$SL_PID/status" 2>/dev/null || echo 0) & 1 )) = 1 ]; do
+		[ $n -lt 2000 ] || { why="the monitor never blocked SIGHUP"; return 1; }
+		n=$((n + 1))
+	done
+	for n in $(seq 1 40); do
+		kill -HUP "$SL_PID" 2>/dev/null; kill -USR1 "$SL_PID" 2>/dev/null
+		sleep 0.005
+	done
+	world_wait_listen "$NS_GW" 15001 100 && world_wait_file "$SOCK" 50 ||
+	    { why="it did not start: $(tail -2 "$WORK/sluiced.log" | tr '\n' ' ')"; return 1; }
+	api GET /v1/status
+	[ "$st" = 200 ] || { why="status: $st $(tail -2 "$WORK/sluiced.log" | tr '\n' ' ')"; return 1; }
+	jq -e '.processes[] | select(.role == "worker") | .restarts == 0' <<<"$out" >/dev/null ||
+	    { why="the worker was restarted: $(grep monitor "$WORK/sluiced.log" | tail -1)"; return 1; }
+	world_stop "$SL_PID" TERM 80
+	[ "$WORLD_STOP_STATUS" = 0 ] || { why="exit status $WORLD_STOP_STATUS"; return 1; }
+}
+
 check keys_die keys_die
+check early_signal early_signal
 check group_kept group_kept
 check_done
