@@ -121,10 +121,6 @@ load(scmp_filter_ctx ctx, const char *const *extra, int worker, char *why,
 {
 	int r;
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-		snprintf(why, why_len, "no_new_privs: %s", strerror(errno));
-		return -1;
-	}
 	/* Every thread, the ones running already too. */
 	if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1)) != 0) {
 		snprintf(why, why_len, "seccomp: thread sync: %s", strerror(-r));
@@ -310,6 +306,10 @@ confine_keys(char *why, size_t why_len)
 	scmp_filter_ctx ctx;
 	int r;
 
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+		snprintf(why, why_len, "no_new_privs: %s", strerror(errno));
+		return -1;
+	}
 	if ((ctx = seccomp_init(SCMP_ACT_KILL_PROCESS)) == NULL) {
 		snprintf(why, why_len, "seccomp: out of memory");
 		return -1;

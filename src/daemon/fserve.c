@@ -364,21 +364,15 @@ static int
 do_unlink(struct fserve *fs, int chan, const struct chan_hdr *h,
     struct wire_r *r)
 {
-	char path[PATH_MAX], real[PATH_MAX], dir[PATH_MAX];
+	char path[PATH_MAX], real[PATH_MAX];
 	int e;
 
 	wire_get_str(r, path, sizeof(path));
 	if (wire_done(r) != 0)
 		return -1;
-	if ((e = resolve_entry(fs, path, real)) == 0) {
-		if (unlink(real) != 0)
-			e = errno;
-		else {
-			snprintf(dir, sizeof(dir), "%s", real);
-			*strrchr(dir, '/') = '\0';
-			fsvc_sync_dir(dir[0] != '\0' ? dir : "/");
-		}
-	}
+	if ((e = resolve_entry(fs, path, real)) == 0 &&
+	    fsvc_local_unlink(real) != 0)
+		e = errno;
 	answer_errno(chan, h, e);
 	return 0;
 }

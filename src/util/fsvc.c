@@ -549,7 +549,6 @@ fsvc_unlink(const char *path)
 {
 	uint8_t req[4096 + 8];
 	struct wire_w w;
-	char dir[4096];
 
 	if (fsvc_is_remote()) {
 		wire_w_init(&w, req, sizeof(req));
@@ -560,6 +559,14 @@ fsvc_unlink(const char *path)
 		}
 		return remote_simple(FSVC_UNLINK, req, w.len);
 	}
+	return fsvc_local_unlink(path);
+}
+
+int
+fsvc_local_unlink(const char *path)
+{
+	char dir[4096];
+
 	if (unlink(path) != 0)
 		return -1;
 	dir_of(path, dir, sizeof(dir));

@@ -67,6 +67,7 @@ int	fsvc_local_read(const char *path, size_t max, char **out, size_t *len);
 int	fsvc_local_list(const char *dir, char ***names, size_t *n);
 int	fsvc_local_write(const char *path, const void *buf, size_t len,
 	    mode_t mode);
+int	fsvc_local_unlink(const char *path);
 void	fsvc_sync_dir(const char *dir);
 
 #endif
