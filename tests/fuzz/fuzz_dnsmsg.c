@@ -32,6 +32,7 @@
 #include "util/names.h"
 #include "parse/dnsmsg.h"
 #include "parse/sniff.h"
+#include "fuzz_check.h"
 
 #define UPID	0x4242
 #define QID	0x1111
@@ -39,12 +40,6 @@
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-#define CHECK(c) do { \
-	if (!(c)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-		abort(); \
-	} \
-} while (0)
 
 static uint8_t out[CAP], out2[CAP];
 

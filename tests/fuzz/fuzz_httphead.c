@@ -19,6 +19,7 @@
 #include "util/err.h"
 #include "parse/httphead.h"
 #include "parse/httpwrite.h"
+#include "fuzz_check.h"
 
 #define MAXCUTS	16
 #define MAXEV	256
@@ -32,12 +33,6 @@ struct trace {
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-#define CHECK(c) do { \
-	if (!(c)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-		abort(); \
-	} \
-} while (0)
 
 /* A serialised head parses back to the same request. */
 static void

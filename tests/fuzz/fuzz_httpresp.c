@@ -32,6 +32,7 @@
 #include "parse/httphead.h"
 #include "parse/httpresp.h"
 #include "parse/httpwrite.h"
+#include "fuzz_check.h"
 
 #define MAXCUTS		16
 #define MAXEV		256
@@ -54,12 +55,6 @@ struct trace {
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-#define CHECK(c) do { \
-	if (!(c)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-		abort(); \
-	} \
-} while (0)
 
 static void
 emit(struct trace *t, const void *p, size_t n)

@@ -102,17 +102,11 @@
 #include "conn/conn_int.h"
 #include "conn/icpt.h"
 #include "conn/icpt_int.h"
+#include "fuzz_check.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-#define CHECK(c) do { \
-	if (!(c)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-		    __LINE__, #c); \
-		abort(); \
-	} \
-} while (0)
 
 #define UP_PORT		443
 #define HOST		"api.example.com"

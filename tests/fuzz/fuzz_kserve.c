@@ -76,6 +76,7 @@
 #include "keys/kproto.h"
 #include "keys/kserve.h"
 #include "keys/sealed.h"
+#include "fuzz_check.h"
 
 #define MAX_MSGS	32
 #define MAX_CAS		(MAX_MSGS + 1)
@@ -89,13 +90,6 @@
 int	LLVMFuzzerInitialize(int *argc, char ***argv);
 int	LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 
-#define CHECK(c) do { \
-	if (!(c)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-		    __LINE__, #c); \
-		abort(); \
-	} \
-} while (0)
 
 /* Exactly 32 characters: the gateway key's X25519 private key. */
 static const uint8_t seed[32] = "sluice fuzz_kserve fixed key 01!";

@@ -36,6 +36,7 @@
 
 #include "util/err.h"
 #include "util/redact.h"
+#include "fuzz_check.h"
 
 #define MAXPATS		4
 #define MAXCUTS		16
@@ -52,12 +53,6 @@ struct out {
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-#define CHECK(c) do { \
-	if (!(c)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-		abort(); \
-	} \
-} while (0)
 
 static int
 collect(void *arg, const uint8_t *p, size_t len)

@@ -25,18 +25,13 @@
 #include "parse/httphead.h"
 #include "parse/httppath.h"
 #include "conf/policy.h"
+#include "fuzz_check.h"
 
 #define REF_MAX_CELLS	(1u << 20)	/* reference matchers skip beyond */
 #define XGLOB_HEADERS	16		/* header values tried with x-glob */
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-#define CHECK(c) do { \
-	if (!(c)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-		abort(); \
-	} \
-} while (0)
 
 static const char policy_yaml[] =
 	"name: fuzz\n"
