@@ -13,16 +13,17 @@ set -u
 PKGS="
 build-essential autoconf automake libtool pkg-config
 libssl-dev libevent-dev libyaml-dev libsodium-dev libjansson-dev libidn2-dev
-libseccomp-dev libcmocka-dev node-llhttp
+libseccomp-dev libnghttp2-dev libcmocka-dev node-llhttp
 nftables iproute2 curl dnsutils openssl python3 dnsmasq-base socat jq systemd
 python3-jwt python3-cryptography python3-yaml python3-botocore
+nghttp2-client python3-h2 python3-grpcio
 clang libclang-rt-14-dev
 debhelper lintian
 "
 # without its Recommends (a node exporter Debian would start)
 PKGS_ALONE="prometheus"
 # build        build-essential .. pkg-config, the -dev libraries (libseccomp-dev:
-#              the workers' filters), node-llhttp
+#              the workers' filters; libnghttp2-dev: HTTP/2), node-llhttp
 #              (llhttp's C sources, compiled in when no libllhttp is found)
 # unit tests   libcmocka-dev
 # integration  nftables iproute2 curl dnsutils openssl python3 dnsmasq-base
@@ -30,7 +31,9 @@ PKGS_ALONE="prometheus"
 #              systemd-analyze rates contrib/systemd/); python3-yaml
 #              (contrib/monitoring is checked); python3-jwt
 #              python3-cryptography (the policy proxy of forward.sh);
-#              python3-botocore (secrets.sh's upstream checks SigV4 with it)
+#              python3-botocore (secrets.sh's upstream checks SigV4 with it);
+#              nghttp2-client python3-h2 python3-grpcio (h2.sh: HTTP/2
+#              clients, floods and a gRPC upstream)
 # fuzzers      clang, libclang-rt-14-dev (libFuzzer, ASan/UBSan runtimes;
 #              only a Recommends of clang, so named here)
 # packaging    debhelper lintian (tests/integ/package.sh builds, lints and
