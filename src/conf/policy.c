@@ -216,6 +216,7 @@ decide(struct decision *d, enum verdict v, const char *reason,
 	d->reason = reason;
 	d->rule = rule;
 	d->need_binding = need_binding;
+	d->alpn = NULL;
 }
 
 void
@@ -275,6 +276,8 @@ name_verdict(const struct policy *p, const char *norm, int port_known,
 	    nameset_match(p->intercept_names, norm, &id)) {
 		decide(d, VERDICT_INTERCEPT, "intercept",
 		    p->intercepts[id].label, 1);
+		d->alpn = p->intercepts[id].alpn.len > 0 ?
+		    &p->intercepts[id].alpn : &p->alpn;
 		return;
 	}
 	if (name_hit(p->allow, p->allow_next, p->allow_names, p->allow_wild,

@@ -39,6 +39,17 @@ enum intercept_action {
 	ICPT_PASS, ICPT_DENY, ICPT_INJECT, ICPT_FORWARD,
 };
 
+/*
+ * What ALPN offers a sandbox whose host is intercepted, in the order of
+ * preference, as the TLS wire list ("\x02h2\x08http/1.1"); len 0: not
+ * set.  Only "h2" and "http/1.1" exist.
+ */
+#define ALPN_WIRE_MAX	16
+struct alpn_list {
+	unsigned char	 wire[ALPN_WIRE_MAX];
+	unsigned char	 len;
+};
+
 struct intercept_rule {
 	char		*name;
 	char		*label;		/* "intercept:github-read" */
@@ -78,6 +89,7 @@ struct intercept_rule {
 	 */
 	const struct mint_source *tokens[POLICY_MAX_TOKEN_REFS];
 	size_t		 ntokens;
+	struct alpn_list alpn;		/* offered to the sandbox; n 0: the policy's */
 	int		 allow_method_override;	/* pass, inject: a request may
 					 * carry X-HTTP-Method-Override and
 					 * the like (policy_request_refusal) */
@@ -96,6 +108,7 @@ struct policy {
 	uint64_t	 revision;	/* set by whoever installs it; 0 here */
 	int		 default_allow;
 	int		 observe_never;	/* observe: never (sandbox mode) */
+	struct alpn_list alpn;		/* its intercepted hosts' default */
 	struct egress_rule *allow;	size_t nallow;
 	struct egress_rule *deny;	size_t ndeny;
 	struct intercept_rule *intercepts; size_t nintercepts;
@@ -157,6 +170,8 @@ struct decision {
 	const char	*reason;	/* static: "deny-cidr", "allow-name", ... */
 	const char	*rule;		/* the rule's label, or NULL */
 	int		 need_binding;	/* the name must own the address */
+	/* INTERCEPT: what ALPN offers the sandbox (the rule's, or the policy's) */
+	const struct alpn_list *alpn;
 };
 
 /*

@@ -19,6 +19,9 @@
 #define NO_RULE		UINT32_MAX
 
 /* Parses the "intercept" list into p->intercepts (policy_intercept.c). */
+/* An alpn list (what names the key, for errors) into out. */
+void	policy_parse_alpn(struct ycheck *x, const struct ynode *n,
+	    const char *what, struct alpn_list *out);
 void	policy_parse_intercepts(struct ycheck *x, const struct ynode *root,
 	    struct policy *p);
 /*

@@ -892,12 +892,52 @@ parse_allow_override(struct ycheck *x, const struct ynode *n,
 		    "overrides, a deny rule refuses)");
 }
 
+void
+policy_parse_alpn(struct ycheck *x, const struct ynode *n, const char *what,
+    struct alpn_list *out)
+{
+	static const char *const known[] = { "h2", "http/1.1" };
+	unsigned seen = 0, k;
+	size_t i, len;
+	char e[80];
+
+	if (n->kind != YNODE_SEQ || n->n == 0) {
+		ycheck_err(x, n->line, n->col, "'%s' must be a list of "
+		    "protocols (h2, http/1.1)", what);
+		return;
+	}
+	for (i = 0; i < n->n; i++) {
+		if (!ycheck_string(x, n->items[i], what))
+			return;
+		for (k = 0; k < 2; k++)
+			if (strcmp(n->items[i]->scalar, known[k]) == 0)
+				break;
+		if (k == 2) {
+			ycheck_err(x, n->items[i]->line, n->items[i]->col,
+			    "'%s': '%s' is neither h2 nor http/1.1", what,
+			    yesc(n->items[i]->scalar, e, sizeof(e)));
+			return;
+		}
+		if (seen & (1u << k)) {
+			ycheck_err(x, n->items[i]->line, n->items[i]->col,
+			    "'%s': '%s' is named twice", what, known[k]);
+			return;
+		}
+		seen |= 1u << k;
+		len = strlen(known[k]);
+		out->wire[out->len++] = (unsigned char)len;
+		memcpy(out->wire + out->len, known[k], len);
+		out->len += (unsigned char)len;
+	}
+}
+
 static void
 parse_intercept_rule(struct ycheck *x, const struct ynode *m,
     struct intercept_rule *r)
 {
 	static const char *const keys[] = { "name", "match", "inject",
-	    "forward", "action", "upstream", "allow_method_override", NULL };
+	    "forward", "action", "upstream", "allow_method_override", "alpn",
+	    NULL };
 	const struct ynode *n, *inj, *fwd, *act;
 	char e[80];
 
@@ -947,6 +987,8 @@ parse_intercept_rule(struct ycheck *x, const struct ynode *m,
 		parse_upstream(x, n, r);
 	if ((n = ynode_get(m, "allow_method_override")) != NULL)
 		parse_allow_override(x, n, r);
+	if ((n = ynode_get(m, "alpn")) != NULL)
+		policy_parse_alpn(x, n, "intercept.alpn", &r->alpn);
 }
 
 /* Rule names are unique within a policy (sorted, not n squared). */

@@ -237,7 +237,7 @@ static void
 policy_walk(struct ycheck *x, const struct ynode *root, struct policy *p)
 {
 	static const char *const keys[] = { "name", "egress", "intercept",
-	    "observe", "budgets", "tokens", NULL };
+	    "observe", "budgets", "tokens", "alpn", NULL };
 	const struct ynode *n;
 	char e[80];
 
@@ -272,6 +272,8 @@ policy_walk(struct ycheck *x, const struct ynode *root, struct policy *p)
 			    yesc(n->scalar, e, sizeof(e)));
 	}
 	parse_egress(x, root, p);
+	if ((n = ynode_get(root, "alpn")) != NULL)
+		policy_parse_alpn(x, n, "alpn", &p->alpn);
 	policy_parse_intercepts(x, root, p);
 	if ((n = ynode_get(root, "budgets")) != NULL)
 		budget_list_parse(x, n, "budgets", &p->budgets);

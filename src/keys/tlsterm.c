@@ -20,6 +20,7 @@
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/names.h"
+#include "conf/policy.h"
 #include "keys/ca.h"
 #include "keys/tlsterm.h"
 
@@ -517,27 +518,69 @@ leafcache_get(struct leafcache *lc, const char *host, leaf_mint_fn mint,
 
 /* --- The server context --- */
 
-/* Selects "http/1.1" from the client's ALPN list, or fails the handshake. */
+/*
+ * The ALPN lists a connection may offer, in the order of preference: an
+ * SSL points at one of these (never at a policy's memory, which a reload
+ * may free under a live connection).
+ */
+static const unsigned char alpn_lists[][ALPN_WIRE_MAX] = {
+	"\x08http/1.1",
+	"\x02h2\x08http/1.1",
+	"\x08http/1.1\x02h2",
+	"\x02h2",
+};
+static const unsigned char alpn_lens[] = { 9, 12, 12, 3 };
+
+static pthread_once_t	alpn_index_once = PTHREAD_ONCE_INIT;
+static int		alpn_index_val = -1;
+
+static void
+alpn_index_init(void)
+{
+	alpn_index_val = SSL_get_ex_new_index(0, "sluice alpn", NULL, NULL,
+	    NULL);
+}
+
+int
+tlsterm_ssl_alpn(SSL *ssl, const unsigned char *wire, size_t len)
+{
+	size_t i;
+
+	pthread_once(&alpn_index_once, alpn_index_init);
+	if (alpn_index_val < 0)
+		return SL_ERR_INTERNAL;
+	for (i = 0; i < sizeof(alpn_lens); i++)
+		if (len == alpn_lens[i] && memcmp(wire, alpn_lists[i], len) == 0)
+			return SSL_set_ex_data(ssl, alpn_index_val,
+			    (void *)alpn_lists[i]) == 1 ? 0 : SL_ERR_NOMEM;
+	return SL_ERR_INVALID;
+}
+
+/*
+ * Selects the connection's most preferred protocol that the client offers
+ * (its list from tlsterm_ssl_alpn, else "http/1.1" alone), or fails the
+ * handshake.
+ */
 static int
 alpn_select_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen,
     const unsigned char *in, unsigned int inlen, void *arg)
 {
-	static const unsigned char h11[] = "http/1.1";
-	unsigned int i = 0, n;
+	const unsigned char *ours = alpn_lists[0];
+	unsigned char *sel;
+	size_t i;
 
-	while (i < inlen) {
-		n = in[i++];
-		if (n > inlen - i)
+	pthread_once(&alpn_index_once, alpn_index_init);
+	if (alpn_index_val >= 0 && SSL_get_ex_data(ssl, alpn_index_val) != NULL)
+		ours = SSL_get_ex_data(ssl, alpn_index_val);
+	for (i = 0; i < sizeof(alpn_lens); i++)
+		if (ours == alpn_lists[i])
 			break;
-		if (n == sizeof(h11) - 1 && memcmp(in + i, h11, n) == 0) {
-			*out = h11;
-			*outlen = (unsigned char)n;
-			return SSL_TLSEXT_ERR_OK;
-		}
-		i += n;
-	}
-	/* OpenSSL answers this with a no_application_protocol alert. */
-	return SSL_TLSEXT_ERR_ALERT_FATAL;
+	if (i == sizeof(alpn_lens) || inlen == 0 ||
+	    SSL_select_next_proto(&sel, outlen, ours, alpn_lens[i], in,
+	    inlen) != OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_ALERT_FATAL;	/* no_application_protocol */
+	*out = sel;
+	return SSL_TLSEXT_ERR_OK;
 }
 
 SSL_CTX *

@@ -77,9 +77,11 @@ int	leafcache_rotate_tickets(struct leafcache *lc);
  * not change it afterwards).  TLS 1.2 and 1.3 only; ECDHE with AEAD
  * ciphers only (the leaves are ECDSA); no compression, no renegotiation,
  * no 0-RTT data (a replayed request could carry an injected credential);
- * ALPN selects "http/1.1" and fails the handshake with a
- * no_application_protocol alert when the client offers ALPN without it (a
- * client offering no ALPN is served HTTP/1.1 all the same).  There is no
+ * ALPN selects the first protocol of the connection's list
+ * (tlsterm_ssl_alpn; "http/1.1" alone by default) that the client offers,
+ * and fails the handshake with a no_application_protocol alert when it
+ * offers none of them (a client offering no ALPN is served HTTP/1.1 all
+ * the same).  There is no
  * server-side session cache: resumption is by ticket only, and tickets are
  * sealed with the keys of the connection's leafcache, so a ticket resumes
  * only in the sandbox that it was issued in (and only while that
@@ -104,5 +106,10 @@ SSL_CTX	*tlsterm_ctx_new(void);
  */
 int	tlsterm_ssl_new(SSL_CTX *ctx, struct leafcache *lc, const char *host,
 	    leaf_mint_fn mint, void *arg, X509 *chain_ca, SSL **out);
+/*
+ * What ALPN offers on ssl: wire, a TLS protocol list of "h2" and
+ * "http/1.1" (struct alpn_list); 0, SL_ERR_INVALID for any other list.
+ */
+int	tlsterm_ssl_alpn(SSL *ssl, const unsigned char *wire, size_t len);
 
 #endif

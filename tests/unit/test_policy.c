@@ -644,6 +644,63 @@ test_allow_method_override(void **state)
 	    "p.yaml:6:5: unknown key 'allow_method_overrides' in intercept");
 }
 
+/* alpn: per policy and per rule, and what a connection's decision offers. */
+static void
+test_alpn(void **state)
+{
+	struct sl_addr a = A("198.51.100.7");
+	struct policy *p;
+	struct decision d;
+
+	(void)state;
+	p = parse_ok("name: p\nalpn: [h2, http/1.1]\nintercept:\n"
+	    "  - name: a\n    match: {host: a.example}\n    action: pass\n"
+	    "  - name: b\n    match: {host: b.example}\n    action: pass\n"
+	    "    alpn: [http/1.1]\n"
+	    "  - name: b2\n    match: {host: b.example, path: /x}\n"
+	    "    action: pass\n    alpn: [h2]\n");
+	assert_int_equal(p->alpn.len, 12);
+	assert_memory_equal(p->alpn.wire, "\x02h2\x08http/1.1", 12);
+	assert_int_equal(p->intercepts[0].alpn.len, 0);
+	assert_memory_equal(p->intercepts[1].alpn.wire, "\x08http/1.1", 9);
+	assert_memory_equal(p->intercepts[2].alpn.wire, "\x02h2", 3);
+	/* A host takes its first rule's list, else the policy's. */
+	policy_check_name(p, "a.example", &a, 443, &d);
+	assert_int_equal(d.verdict, VERDICT_INTERCEPT);
+	assert_ptr_equal(d.alpn, &p->alpn);
+	policy_check_name(p, "b.example", &a, 443, &d);
+	assert_int_equal(d.verdict, VERDICT_INTERCEPT);
+	assert_ptr_equal(d.alpn, &p->intercepts[1].alpn);
+	policy_check_name(p, "c.example", &a, 443, &d);
+	assert_int_not_equal(d.verdict, VERDICT_INTERCEPT);
+	assert_null(d.alpn);
+	policy_free(p);
+
+	/* None set: nothing, and the TLS layer offers http/1.1 alone. */
+	p = parse_ok(RULE("    match: {host: a.example}\n    action: pass\n"));
+	assert_int_equal(p->alpn.len, 0);
+	policy_check_name(p, "a.example", &a, 443, &d);
+	assert_int_equal(d.verdict, VERDICT_INTERCEPT);
+	assert_non_null(d.alpn);
+	assert_int_equal(d.alpn->len, 0);
+	policy_free(p);
+
+	expect_error("name: p\nalpn: h2\n",
+	    "p.yaml:2:7: 'alpn' must be a list of protocols (h2, http/1.1)");
+	expect_error("name: p\nalpn: []\n", "'alpn' must be a list");
+	expect_error("name: p\nalpn: [h2, h3]\n",
+	    "p.yaml:2:12: 'alpn': 'h3' is neither h2 nor http/1.1");
+	expect_error("name: p\nalpn: [http/1.1, h2, http/1.1]\n",
+	    "'alpn': 'http/1.1' is named twice");
+	expect_error("name: p\nalpn: [H2]\n", "'H2' is neither");
+	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
+	    "    alpn: [spdy/3]\n"),
+	    "p.yaml:6:12: 'intercept.alpn': 'spdy/3' is neither h2 nor "
+	    "http/1.1");
+	expect_error(RULE("    match: {host: a.example}\n    action: pass\n"
+	    "    alpn: {h2: true}\n"), "'intercept.alpn' must be a list");
+}
+
 static void
 test_forward_upstream(void **state)
 {
@@ -1582,6 +1639,7 @@ main(void)
 		cmocka_unit_test(test_budgets),
 		cmocka_unit_test(test_tokens),
 		cmocka_unit_test(test_allow_method_override),
+		cmocka_unit_test(test_alpn),
 		cmocka_unit_test(test_every_error_reported),
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_names),
