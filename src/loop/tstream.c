@@ -64,6 +64,11 @@ struct tstream {
 	tstream_cb	 readcb, writecb;
 	tstream_event_cb eventcb;
 	void		*arg;
+	/* TSTREAM_PIPE: the other end, and what the owner is owed. */
+	void		(*peer_wake)(void *);
+	void		*peer_arg;
+	short		 pipe_ev;	/* an event for the owner */
+	int		 pipe_drained;	/* the owner's write callback is owed */
 };
 
 /* ---- the BIO: the prefix, then the socket ------------------------------ */
@@ -187,7 +192,11 @@ touch(struct tstream *ts)
 static void
 sync_rev(struct tstream *ts)
 {
-	int want = ts->state == TS_HANDSHAKE ||
+	int want;
+
+	if (ts->role == TSTREAM_PIPE)
+		return;		/* never in epoll: activated */
+	want = ts->state == TS_HANDSHAKE ||
 	    (is_open(ts) && ts->read_on && !ts->eof);
 
 	if (want && !ts->radded && event_add(ts->rev, NULL) == 0)
@@ -223,6 +232,13 @@ schedule_write(struct tstream *ts)
 static void
 schedule_read(struct tstream *ts)
 {
+	if (ts->role == TSTREAM_PIPE) {
+		if (ts->pipe_ev != 0 || ts->pipe_drained ||
+		    (is_open(ts) && ts->read_on &&
+		    evbuffer_get_length(ts->in) > 0))
+			event_active(ts->rev, EV_READ, 1);
+		return;
+	}
 	if (is_open(ts) && ts->read_on &&
 	    !ts->eof && ((ts->ssl != NULL && SSL_has_pending(ts->ssl)) ||
 	    ts->pre_off < ts->pre_len))
@@ -541,6 +557,99 @@ write_step(struct tstream *ts)
 		schedule_read(ts);
 }
 
+/* ---- pipes ------------------------------------------------------------- */
+
+static void	rev_cb(evutil_socket_t, short, void *);
+static void	wev_cb(evutil_socket_t, short, void *);
+static void	out_cb(struct evbuffer *, const struct evbuffer_cb_info *,
+		    void *);
+
+/*
+ * The owner's callbacks a pipe owes, on the loop: an event first (it
+ * ends the stream), then the write callback, then the read one.  Each
+ * may free nothing (the owner frees on a later turn), but may quiet ts.
+ */
+static void
+pipe_owner_step(struct tstream *ts)
+{
+	short ev = ts->pipe_ev;
+
+	if (ev != 0 && ts->state != TS_FAILED) {
+		ts->pipe_ev = 0;
+		if (ev & TSTREAM_ERROR)
+			ts->state = TS_FAILED;
+		else
+			ts->eof = 1;
+		if (ts->eventcb != NULL)
+			ts->eventcb(ts, ev, ts->arg);
+		return;
+	}
+	if (ts->pipe_drained && is_open(ts)) {
+		ts->pipe_drained = 0;
+		if (ts->writecb != NULL)
+			ts->writecb(ts, ts->arg);
+	}
+	if (is_open(ts) && ts->read_on && evbuffer_get_length(ts->in) > 0 &&
+	    ts->readcb != NULL)
+		ts->readcb(ts, ts->arg);
+}
+
+struct tstream *
+tstream_pipe_new(struct event_base *base, void (*wake)(void *), void *arg)
+{
+	struct tstream *ts;
+
+	if ((ts = calloc(1, sizeof(*ts))) == NULL)
+		return NULL;
+	ts->fd = -1;
+	ts->role = TSTREAM_PIPE;
+	ts->read_on = 1;
+	ts->peer_wake = wake;
+	ts->peer_arg = arg;
+	if ((ts->in = evbuffer_new()) == NULL ||
+	    (ts->out = evbuffer_new()) == NULL ||
+	    evbuffer_add_cb(ts->out, out_cb, ts) == NULL ||
+	    (ts->rev = event_new(base, -1, 0, rev_cb, ts)) == NULL ||
+	    (ts->wev = event_new(base, -1, 0, wev_cb, ts)) == NULL) {
+		tstream_free(ts);
+		return NULL;
+	}
+	return ts;
+}
+
+void
+tstream_pipe_pushed(struct tstream *ts)
+{
+	touch(ts);
+	schedule_read(ts);
+}
+
+void
+tstream_pipe_drained(struct tstream *ts)
+{
+	if (ts->state == TS_CLOSING && evbuffer_get_length(ts->out) == 0)
+		ts->state = TS_CLOSED;
+	if (tstream_queued(ts) <= ts->wlow && is_open(ts)) {
+		ts->pipe_drained = 1;
+		schedule_read(ts);
+	}
+}
+
+void
+tstream_pipe_end(struct tstream *ts, short what)
+{
+	if (ts->state == TS_FAILED || ts->pipe_ev != 0)
+		return;
+	ts->pipe_ev = what;
+	schedule_read(ts);
+}
+
+int
+tstream_pipe_closing(const struct tstream *ts)
+{
+	return ts->state == TS_CLOSING || ts->state == TS_CLOSED;
+}
+
 /* ---- callbacks: they only dispatch -------------------------------------- */
 
 static void
@@ -550,7 +659,9 @@ rev_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (ts->state == TS_HANDSHAKE)
+	if (ts->role == TSTREAM_PIPE)
+		pipe_owner_step(ts);
+	else if (ts->state == TS_HANDSHAKE)
 		handshake_step(ts);
 	else if (is_open(ts))
 		read_step(ts);
@@ -564,7 +675,10 @@ wev_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	ts->wsched = 0;
-	if (ts->state == TS_CONNECTING)
+	if (ts->role == TSTREAM_PIPE) {
+		if (ts->peer_wake != NULL && ts->state != TS_FAILED)
+			ts->peer_wake(ts->peer_arg);
+	} else if (ts->state == TS_CONNECTING)
 		connected_step(ts);
 	else if (ts->state == TS_HANDSHAKE)
 		handshake_step(ts);
@@ -689,6 +803,8 @@ tstream_start(struct tstream *ts)
 	sync_rev(ts);
 	if (evbuffer_get_length(ts->out) > 0)
 		schedule_write(ts);
+	if (ts->role == TSTREAM_PIPE)
+		schedule_read(ts);
 }
 
 int
@@ -798,7 +914,8 @@ tstream_queued(const struct tstream *ts)
 void
 tstream_close_notify(struct tstream *ts)
 {
-	if (ts->ssl == NULL || ts->state != TS_OPEN)
+	if ((ts->ssl == NULL && ts->role != TSTREAM_PIPE) ||
+	    ts->state != TS_OPEN)
 		return;
 	ts->state = TS_CLOSING;
 	schedule_write(ts);

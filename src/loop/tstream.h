@@ -31,6 +31,7 @@ enum tstream_role {
 	TSTREAM_PLAIN,		/* no TLS */
 	TSTREAM_ACCEPT,		/* the TLS server */
 	TSTREAM_CONNECT,	/* the TLS client */
+	TSTREAM_PIPE,		/* no socket: another part of sluice is the peer */
 };
 
 /* The event callback's flags (as many as apply). */
@@ -97,6 +98,24 @@ struct ssl_st *tstream_ssl(const struct tstream *ts);
 int	tstream_fd(const struct tstream *ts);
 /* The OpenSSL error of the failure reported, or 0. */
 unsigned long tstream_ssl_error(const struct tstream *ts);
+
+/*
+ * A pipe: a stream whose peer is code of ours, not a socket (an HTTP/2
+ * stream seen as an HTTP/1.1 connection).  The owner uses it as any
+ * stream; the peer adds to its input (then tstream_pipe_pushed), takes
+ * from its output (then tstream_pipe_drained), and is woken by wake(arg),
+ * on the loop, when the output grew or the owner asked for the end
+ * (tstream_close_notify: tstream_pipe_closing, and once the output is
+ * empty and the peer drained it, nothing is queued).  tstream_pipe_end
+ * gives the owner TSTREAM_EOF or TSTREAM_ERROR.  The owner's callbacks
+ * run on the loop, never from these calls.  NULL when out of memory.
+ */
+struct tstream *tstream_pipe_new(struct event_base *base,
+	    void (*wake)(void *), void *arg);
+void	tstream_pipe_pushed(struct tstream *ts);
+void	tstream_pipe_drained(struct tstream *ts);
+void	tstream_pipe_end(struct tstream *ts, short what);
+int	tstream_pipe_closing(const struct tstream *ts);
 
 /* No callback and no I/O any more (freeing is still the owner's). */
 void	tstream_quiet(struct tstream *ts);
