@@ -57,6 +57,7 @@
 #include "conn/conn.h"
 #include "conn/conn_int.h"
 #include "conn/deny.h"
+#include "conn/h2.h"
 #include "conn/icpt.h"
 #include "conn/icpt_int.h"
 
@@ -67,7 +68,8 @@
 void
 icpt_touch(struct icpt *ic)
 {
-	ic->c->last_active = mono_ms();
+	ic->active = mono_ms();
+	ic->c->last_active = ic->active;
 }
 
 /* ---- audit ---------------------------------------------------------- */
@@ -179,6 +181,8 @@ icpt_audit_request(struct icpt *ic, struct icpt_req *r)
 	arec_int(&rec, "bytes_up", (int64_t)r->bytes_up);
 	arec_int(&rec, "bytes_down", (int64_t)r->bytes_down);
 	arec_int(&rec, "duration_ms", (int64_t)(mono_ms() - r->start_ms));
+	if (ic->stream_id > 0)
+		arec_int(&rec, "stream", ic->stream_id);
 	if (r->rid[0] != '\0') {
 		/* Its request record went before it (injected, forwarded). */
 		arec_str(&rec, "rid", r->rid);
@@ -211,6 +215,7 @@ static const char *const rq_names[] = {
 	[RQ_HANDSHAKE] = "handshake", [RQ_HEAD] = "head", [RQ_BODY] = "body",
 	[RQ_DISCARD] = "discard", [RQ_REFUSED] = "refused",
 	[RQ_UPGRADE] = "upgrade", [RQ_DONE] = "done", [RQ_TUNNEL] = "tunnel",
+	[RQ_H2] = "h2", [RQ_TOKEN] = "token",
 };
 
 static const char *const rs_names[] = {
@@ -364,11 +369,27 @@ flush_step(struct icpt *ic)
 static void
 flow(struct icpt *ic)
 {
+	if (ic->rq == RQ_H2) {
+		tstream_read(ic->down, ic->rs < RS_FLUSH &&
+		    h2_reads(ic->h2) && icpt_down_queued(ic) <= ic->high);
+		return;
+	}
 	tstream_read(ic->down, rq_reads(ic->rq) && ic->rs < RS_FLUSH &&
-	    icpt_up_queued(ic) <= ICPT_HIGH);
+	    icpt_up_queued(ic) <= ic->high);
 	if (ic->up != NULL)
 		tstream_read(ic->up, icpt_rs_reads(ic->rs) &&
-		    icpt_down_queued(ic) <= ICPT_HIGH);
+		    icpt_down_queued(ic) <= ic->high);
+}
+
+/* Whether the sandbox and we agreed on HTTP/2 in the handshake. */
+static int
+alpn_is_h2(struct icpt *ic)
+{
+	const unsigned char *p;
+	unsigned len = 0;
+
+	SSL_get0_alpn_selected(tstream_ssl(ic->down), &p, &len);
+	return len == 2 && p[0] == 'h' && p[1] == '2';
 }
 
 /* The sandbox's events, as down_event_cb recorded them. */
@@ -381,10 +402,16 @@ down_events(struct icpt *ic)
 
 	ic->down_ev = 0;
 	if (what & TSTREAM_CONNECTED) {
-		icpt_rq_set(ic, RQ_HEAD);
 		evtimer_del(c->timer);
 		conn_arm_timer(c, c->l->cfg->timeouts.idle);
 		what &= ~TSTREAM_CONNECTED;
+		if (!alpn_is_h2(ic))
+			icpt_rq_set(ic, RQ_HEAD);
+		else if ((ic->h2 = h2_new(ic)) == NULL) {
+			icpt_end(ic, "out-of-memory");
+			return;
+		} else
+			icpt_rq_set(ic, RQ_H2);
 	}
 	if (what == 0)
 		return;
@@ -464,6 +491,8 @@ icpt_refuse_what(struct icpt *ic, struct icpt_req *r, struct deny_what *dw,
 	dw->policy = ic->c->policy_name;
 	dw->rule = r->rule[0] ? r->rule : NULL;
 	resp = deny_http(dw, !close, &len);
+	ic->own_answer = dw->status;
+	ic->own_reason = dw->reason;
 	r->status = dw->status;
 	r->action = action;
 	r->reason = dw->reason;
@@ -587,7 +616,9 @@ step_round(struct icpt *ic)
 		down_events(ic);
 	if (ic->up_ev != 0)
 		icpt_up_events(ic);
-	if (ic->rq == RQ_TUNNEL && ic->rs == RS_TUNNEL)
+	if (ic->rq == RQ_H2 && ic->rs < RS_FLUSH)
+		h2_step(ic->h2);
+	else if (ic->rq == RQ_TUNNEL && ic->rs == RS_TUNNEL)
 		icpt_tunnel_down_to_up(ic);
 	else
 		icpt_pump_requests(ic);
@@ -619,7 +650,12 @@ icpt_step(struct icpt *ic)
 		step_round(ic);
 	} while (ic->busy != seen && ic->rs < RS_DONE);
 	ic->busy = 0;
-	if (ic->rs == RS_DONE)
+	if (ic->rs != RS_DONE)
+		return;
+	if (ic->h2s != NULL) {
+		/* A stream's: its session closes it, on its own step. */
+		h2_stream_over(ic->h2s, ic->end_reason);
+	} else
 		conn_close(ic->c, ic->end_reason);	/* the one way out */
 }
 
@@ -726,6 +762,12 @@ down_new(struct icpt *ic, int tls)
 	r = tlsterm_ssl_new(c->l->tls_down, lc, c->name, mint_leaf,
 	    c->counter, ca, &ssl);
 	X509_free(ca);
+	if (r == 0 && c->dec.alpn != NULL && c->dec.alpn->len > 0 &&
+	    (r = tlsterm_ssl_alpn(ssl, c->dec.alpn->wire,
+	    c->dec.alpn->len)) != 0) {
+		SSL_free(ssl);
+		ssl = NULL;
+	}
 	if (r != 0) {
 		log_warnx("icpt", "cannot make a certificate for %s: %s",
 		    c->name, err_str(r));
@@ -789,6 +831,7 @@ icpt_start(struct conn *c)
 		c->updst = c->dst;
 	}
 	conn_set_state(c, CS_ICPT);
+	ic->high = ICPT_HIGH;
 	tstream_setcb(ic->down, down_read_cb, down_write_cb, down_event_cb,
 	    ic);
 	tstream_set_wlow(ic->down, ICPT_HIGH / 2);
@@ -798,6 +841,33 @@ icpt_start(struct conn *c)
 	 */
 	tstream_start(ic->down);
 	icpt_step(ic);
+}
+
+struct icpt *
+icpt_stream_new(struct conn *c, struct tstream *pipe, struct h2s *owner,
+    int32_t id)
+{
+	struct icpt *ic;
+
+	if ((ic = calloc(1, sizeof(*ic))) == NULL ||
+	    (ic->wake = event_new(c->l->base, -1, 0, wake_cb, ic)) == NULL ||
+	    (ic->held = evbuffer_new()) == NULL) {
+		tstream_free(pipe);
+		icpt_free(ic);
+		return NULL;
+	}
+	ic->c = c;
+	ic->h2s = owner;
+	ic->stream_id = id;
+	ic->high = H2_STREAM_HIGH;
+	ic->down = pipe;
+	ic->rq = RQ_HEAD;
+	ic->active = mono_ms();
+	tstream_setcb(ic->down, down_read_cb, down_write_cb, down_event_cb,
+	    ic);
+	tstream_set_wlow(ic->down, ic->high / 2);
+	tstream_start(ic->down);	/* its callbacks come on the loop */
+	return ic;
 }
 
 void
@@ -818,6 +888,8 @@ icpt_close(struct icpt *ic)
 	if (ic->rs == RS_READY)
 		icpt_up_park(ic);
 	icpt_up_discard(ic);
+	if (ic->h2 != NULL)
+		h2_close(ic->h2);	/* its streams end with it */
 	icpt_rs_set(ic, RS_CLOSED);
 	tstream_quiet(ic->down);
 	if (ic->wake != NULL)
@@ -831,6 +903,7 @@ icpt_free(struct icpt *ic)
 {
 	if (ic == NULL)
 		return;
+	h2_free(ic->h2);
 	tstream_free(ic->up);
 	tstream_free(ic->down);
 	if (ic->wake != NULL)
@@ -858,6 +931,8 @@ icpt_free(struct icpt *ic)
 void
 icpt_audit_durable(struct icpt *ic, uint64_t durable, int failed)
 {
+	if (ic->h2 != NULL && ic->rs != RS_CLOSED)
+		h2_audit_durable(ic->h2, durable, failed);	/* its streams' */
 	if (ic->rs == RS_CLOSED || ic->audit_wait == 0)
 		return;
 	if (failed && ic->audit_wait > durable) {
@@ -890,14 +965,26 @@ icpt_bytes(const struct icpt *ic, uint64_t *from_sandbox,
 void
 icpt_timer(struct conn *c)
 {
-	const struct config *cfg = c->l->cfg;
 	struct icpt *ic = c->icpt;
 	uint64_t now = mono_ms();
 
-	if (ic->rq == RQ_HANDSHAKE ||
-	    (c->head_deadline != 0 && now >= c->head_deadline)) {
+	if (ic->rq == RQ_H2)
+		h2_timer(ic->h2, now);	/* it arms the timer again */
+	else
+		icpt_timer_ic(ic, now);
+}
+
+void
+icpt_timer_ic(struct icpt *ic, uint64_t now)
+{
+	struct conn *c = ic->c;
+	const struct config *cfg = c->l->cfg;
+	uint64_t last = ic->h2s != NULL ? ic->active : c->last_active;
+
+	if (ic->h2s == NULL && (ic->rq == RQ_HANDSHAKE ||
+	    (c->head_deadline != 0 && now >= c->head_deadline))) {
 		icpt_end(ic, "handshake-timeout");	/* a handshake or head too slow */
-	} else if (now - c->last_active >= cfg->timeouts.idle) {
+	} else if (now - last >= cfg->timeouts.idle) {
 		/* An answer is owed: the sandbox is told, not left guessing. */
 		if (ic->rq == RQ_TOKEN) {
 			icpt_token_cancel(ic);

@@ -104,6 +104,7 @@ enum icpt_rq {
 	RQ_UPGRADE,	/* a passed upgrade waits for the upstream's answer */
 	RQ_DONE,	/* its last request is read: nothing more is */
 	RQ_TUNNEL,	/* after a 101: its bytes go upstream as they are */
+	RQ_H2,		/* HTTP/2: the session (h2.c) reads, each stream an icpt */
 };
 
 /*
@@ -161,8 +162,27 @@ struct icpt_refusal {
 	int		 close;		/* the connection ends after it */
 };
 
+struct h2;
+struct h2s;
+
 struct icpt {
 	struct conn	*c;
+	/*
+	 * HTTP/2: the session (in RQ_H2), on the connection's icpt; or, on a
+	 * stream's, the stream it serves (its down is a pipe, its end is the
+	 * stream's, not the connection's) and its id, for the records.
+	 */
+	struct h2	*h2;
+	struct h2s	*h2s;
+	int32_t		 stream_id;
+	/*
+	 * A stream's: the status of the answer it made itself (a refusal, an
+	 * error), and why (static); 0 while none.
+	 */
+	int		 own_answer;
+	const char	*own_reason;
+	uint64_t	 active;	/* a stream's last progress (mono ms) */
+	size_t		 high;		/* what ICPT_HIGH bounds, for this one */
 	enum icpt_rq	 rq;		/* icpt_rq_set only */
 	enum icpt_rs	 rs;		/* icpt_rs_set only */
 	/*
@@ -287,6 +307,17 @@ void	icpt_parsers_idle(struct icpt *ic);
 size_t	icpt_resps_pending(const struct icpt *ic);
 
 /* icpt.c: the connection's life and the sandbox's side. */
+
+/*
+ * A stream's interception (h2.c): requests read from pipe as HTTP/1.1
+ * (pipe becomes its down), judged and sent on as on a connection of c's;
+ * its end calls h2_stream_over(owner, reason) instead of closing c.  It
+ * starts on the next loop turn.  NULL when out of memory (pipe is freed).
+ */
+struct icpt *icpt_stream_new(struct conn *c, struct tstream *pipe,
+	    struct h2s *owner, int32_t id);
+/* The idle and upstream timeouts of ic, at now (icpt_timer's part). */
+void	icpt_timer_ic(struct icpt *ic, uint64_t now);
 
 /* The one setters of the two states (logged at debug level). */
 void	icpt_rq_set(struct icpt *ic, enum icpt_rq s);

@@ -766,7 +766,7 @@ icpt_pump_requests(struct icpt *ic)
 		take_head(ic, ic->tok_head);
 	}
 	while (pumps(ic, evbuffer_get_length(in))) {
-		if (icpt_up_queued(ic) > ICPT_HIGH)
+		if (icpt_up_queued(ic) > ic->high)
 			return;		/* flow() pauses the sandbox */
 		if (icpt_parsers_take(ic) != 0) {
 			icpt_end(ic, "out-of-memory");

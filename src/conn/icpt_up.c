@@ -296,7 +296,7 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
 	    (uint16_t)ic->up_port, ic->up_tls)) != NULL) {
 		tstream_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb, ic);
 		tstream_set_timeout(ic->up, cfg->timeouts.idle);
-		tstream_set_wlow(ic->up, ICPT_HIGH / 2);
+		tstream_set_wlow(ic->up, ic->high / 2);
 		tstream_read(ic->up, 1);
 		icpt_rs_set(ic, RS_READY);
 		c->upstream_used = 1;
@@ -324,7 +324,7 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
 	tstream_wipe(ic->up);
 	tstream_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb, ic);
 	tstream_set_timeout(ic->up, cfg->timeouts.connect);
-	tstream_set_wlow(ic->up, ICPT_HIGH / 2);
+	tstream_set_wlow(ic->up, ic->high / 2);
 	icpt_rs_set(ic, RS_CONNECTING);
 	if (!fwd)
 		return up_connect(ic, &c->updst, c->upport);
@@ -491,7 +491,7 @@ icpt_up_events(struct icpt *ic)
 	icpt_pump_responses(ic);
 	if (ic->up == NULL || ic->rs >= RS_FLUSH ||
 	    (evbuffer_get_length(tstream_input(ic->up)) > 0 &&
-	    icpt_down_queued(ic) > ICPT_HIGH))
+	    icpt_down_queued(ic) > ic->high))
 		return;
 	ic->up_ev = 0;
 	up_ended(ic, what);
@@ -533,7 +533,7 @@ icpt_tunnel_down_to_up(struct icpt *ic)
 	struct evbuffer *in = tstream_input(ic->down);
 	size_t n = evbuffer_get_length(in);
 
-	if (ic->up == NULL || n == 0 || icpt_up_queued(ic) > ICPT_HIGH)
+	if (ic->up == NULL || n == 0 || icpt_up_queued(ic) > ic->high)
 		return;
 	ic->from_sandbox += n;
 	evbuffer_remove_buffer(in, icpt_up_out(ic), n);
@@ -653,7 +653,7 @@ icpt_pump_responses(struct icpt *ic)
 	    ic->rs == RS_INFO || ic->rs == RS_BODY || ic->rs == RS_LAST)) {
 		in = tstream_input(ic->up);
 		out = tstream_output(ic->down);
-		if (icpt_down_queued(ic) > ICPT_HIGH)
+		if (icpt_down_queued(ic) > ic->high)
 			return;		/* the sandbox reads slowly: flow() pauses */
 		if (ic->rs == RS_TUNNEL) {
 			ic->from_upstream += len;

@@ -1,0 +1,994 @@
+/*
+ * h2.c: HTTP/2 from the sandbox (see h2.h).  nghttp2 does the framing,
+ * HPACK, flow control and the protocol's own checks (pseudo-headers,
+ * connection-specific headers, content-length against DATA); this file
+ * turns each stream into a request for an icpt of its own and its answer
+ * back into frames, and watches for abuse.
+ *
+ * A stream's life: its head is collected (HEADERS and CONTINUATION),
+ * then written as an HTTP/1.1 head into the pipe of a new icpt, with
+ * "connection: close" so that icpt ends after the one answer; its DATA
+ * follows (chunked when no content-length was given), and the window is
+ * given back only as that icpt takes the bytes, so what a stream buffers
+ * is bounded by the window we advertise.  The answer is parsed out of the
+ * pipe (parse/httpresp.h), its head becomes HEADERS and its body DATA.
+ * The stream's memory goes once both nghttp2 and its icpt are done with
+ * it, on a later loop turn.
+ */
+#include "autoconf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <nghttp2/nghttp2.h>
+
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/metrics.h"
+#include "parse/dechunk.h"
+#include "parse/httphead.h"
+#include "parse/httpresp.h"
+#include "conf/config.h"
+#include "audit/arec.h"
+#include "audit/audit.h"
+#include "loop/loop.h"
+#include "loop/state.h"
+#include "loop/tstream.h"
+#include "conn/conn.h"
+#include "conn/conn_int.h"
+#include "conn/h2.h"
+#include "conn/icpt.h"
+#include "conn/icpt_int.h"
+
+/* Answer bytes held for the sandbox: one stream's, and all of a session's. */
+#define H2_STREAM_OUT		(64u * 1024)
+#define H2_CONN_OUT		(1024u * 1024)
+/* The windows we advertise: what a stream, and all of them, may send ahead. */
+#define H2_STREAM_WINDOW	(64u * 1024)
+#define H2_CONN_WINDOW		(1024u * 1024)
+
+/*
+ * Abuse, as token buckets (burst, then so many a second): frames that
+ * cost us work and carry no request.
+ */
+#define H2_CTRL_BURST		200	/* SETTINGS, PING, PRIORITY */
+#define H2_CTRL_RATE		20
+#define H2_RESET_BURST		50	/* RST_STREAM from the sandbox */
+#define H2_RESET_RATE		10
+#define H2_OWNRST_BURST		50	/* RST_STREAM we send (MadeYouReset) */
+#define H2_OWNRST_RATE		10
+#define H2_EMPTY_BURST		100	/* DATA without data nor END_STREAM */
+#define H2_EMPTY_RATE		20
+
+struct h2_bucket {
+	uint64_t	 at;		/* mono ms of the last refill; 0: full */
+	unsigned	 tokens;
+};
+
+/* The request side of a stream. */
+enum h2s_rq {
+	H2Q_HEAD,	/* its head is being read */
+	H2Q_BODY,	/* its icpt runs; DATA goes into its pipe */
+	H2Q_ENDED,	/* END_STREAM came: nothing more from the sandbox */
+};
+
+/* The answer side of a stream. */
+enum h2s_rs {
+	H2R_WAIT,	/* no head yet from its icpt */
+	H2R_BODY,	/* HEADERS submitted; DATA as it comes */
+	H2R_DROP,	/* answered already (gRPC trailers-only): the rest is dropped */
+	H2R_ENDED,	/* the whole answer is with nghttp2 */
+	H2R_RESET,	/* reset: nothing more goes */
+};
+
+struct h2s {
+	struct h2	*h;
+	struct h2s	*next;		/* h->live or h->dead */
+	int32_t		 id;
+	enum h2s_rq	 rq;
+	enum h2s_rs	 rs;
+	struct icpt	*ic;		/* from the end of its head */
+	struct tstream	*pipe;		/* ic's down (ic owns it) */
+	int		 ic_over;	/* its icpt ended (h2_stream_over) */
+	int		 closed;	/* nghttp2 closed the stream */
+	int		 grpc;		/* content-type application/grpc... */
+	int		 chunked;	/* its body goes into the pipe chunked */
+	int		 deferred;	/* nghttp2 waits for out */
+	/* The head, while it is read. */
+	struct evbuffer	*lines;		/* "name: value\r\n" */
+	struct evbuffer	*cookie;	/* the cookie crumbs, "; "-joined */
+	char		 method[24];
+	char		*path;
+	char		 authority[HTTP_HOST_BUFSZ + 8];
+	char		 host[HTTP_HOST_BUFSZ + 8];	/* a host header */
+	size_t		 hsize;		/* the header list's size (RFC 9113 6.5.2) */
+	int		 has_length;
+	/* DATA bytes whose window was not given back yet. */
+	size_t		 unconsumed;
+	/* The answer. */
+	struct http_resps *resps;
+	int		 resp_chunked;
+	struct dechunk	 dc;
+	struct evbuffer	*out;		/* body bytes for nghttp2 */
+};
+
+struct h2 {
+	struct icpt	*ic;		/* the connection's */
+	nghttp2_session	*ng;
+	struct h2s	*live;
+	struct h2s	*dead;		/* freed on the next loop turn */
+	struct event	*reap;
+	unsigned	 nlive;
+	size_t		 out;		/* every stream's out */
+	int		 closed;	/* h2_close ran */
+	const char	*abuse;		/* why we sent ENHANCE_YOUR_CALM */
+	struct h2_bucket ctrl, resets, ownrst, empty;
+};
+
+static void	stream_free(struct h2s *s);
+
+/* ---- abuse ---------------------------------------------------------- */
+
+/* Takes a token: 0, or -1 when the bucket is empty. */
+static int
+bucket_take(struct h2_bucket *b, unsigned burst, unsigned rate)
+{
+	uint64_t now = mono_ms(), add;
+
+	if (b->at == 0) {
+		b->at = now;
+		b->tokens = burst;
+	}
+	add = (now - b->at) * rate / 1000;
+	if (add > 0) {
+		b->tokens = add >= burst - b->tokens ? burst :
+		    b->tokens + (unsigned)add;
+		b->at = now;
+	}
+	if (b->tokens == 0)
+		return -1;
+	b->tokens--;
+	return 0;
+}
+
+/*
+ * The sandbox abuses the protocol: GOAWAY ENHANCE_YOUR_CALM, a record,
+ * and the connection ends once the GOAWAY is out.
+ */
+static void
+abuse(struct h2 *h, const char *kind)
+{
+	struct conn *c = h->ic->c;
+	struct arec rec;
+
+	if (h->abuse != NULL)
+		return;
+	h->abuse = kind;
+	nghttp2_session_terminate_session(h->ng, NGHTTP2_ENHANCE_YOUR_CALM);
+	log_warnx("h2", "sandbox %s, %s: %s: the connection ends "
+	    "(ENHANCE_YOUR_CALM)", c->sb ? c->sb->id : "-", c->name, kind);
+	arec_init(&rec);
+	arec_str(&rec, "sandbox", c->sb ? c->sb->id : NULL);
+	arec_str(&rec, "policy", c->policy_name);
+	arec_str(&rec, "host", c->name);
+	arec_str(&rec, "kind", kind);
+	arec_int(&rec, "streams", h->nlive);
+	audit_write_rec(c->l->audit, "h2_abuse", &rec);
+	mtable_add(&c->l->metrics.conns, "h2-abuse", kind);
+}
+
+/* ---- streams -------------------------------------------------------- */
+
+static struct h2s *
+stream_of(struct h2 *h, int32_t id)
+{
+	return nghttp2_session_get_stream_user_data(h->ng, id);
+}
+
+/* Wakes the connection's step (from a stream's pipe, on the loop). */
+static void
+pipe_wake(void *arg)
+{
+	struct h2s *s = arg;
+
+	icpt_step(s->h->ic);
+}
+
+/* Its icpt took bytes of its input: the step gives the window back. */
+static void
+pipe_in_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct h2s *s = arg;
+
+	if (info->n_deleted > 0)
+		event_active(s->h->ic->wake, 0, 1);
+}
+
+/*
+ * The window of the DATA its icpt has taken is given back: what is still
+ * in the pipe (framing counted as data) keeps its share.
+ */
+static void
+stream_consume(struct h2s *s)
+{
+	size_t left = evbuffer_get_length(tstream_input(s->pipe)), n;
+
+	if (left >= s->unconsumed || s->closed)
+		return;
+	n = s->unconsumed - left;
+	s->unconsumed = left;
+	nghttp2_session_consume(s->h->ng, s->id, n);
+}
+
+/* Resets a stream we can no longer answer (unless it is over). */
+static void
+stream_reset(struct h2s *s, uint32_t code)
+{
+	if (s->rs == H2R_RESET || s->rs == H2R_ENDED || s->closed)
+		return;
+	s->rs = H2R_RESET;
+	nghttp2_submit_rst_stream(s->h->ng, NGHTTP2_FLAG_NONE, s->id, code);
+}
+
+/* Adds a header line "name: value" of the head being read. */
+static int
+head_line(struct h2s *s, const uint8_t *name, size_t nlen,
+    const uint8_t *value, size_t vlen)
+{
+	if (evbuffer_add(s->lines, name, nlen) != 0 ||
+	    evbuffer_add(s->lines, ": ", 2) != 0 ||
+	    evbuffer_add(s->lines, value, vlen) != 0 ||
+	    evbuffer_add(s->lines, "\r\n", 2) != 0)
+		return -1;
+	return 0;
+}
+
+/* Copies a pseudo-header's value into buf (cap bytes): -1 when too long. */
+static int
+pseudo_copy(char *buf, size_t cap, const uint8_t *v, size_t len)
+{
+	if (len >= cap)
+		return -1;
+	memcpy(buf, v, len);
+	buf[len] = '\0';
+	return 0;
+}
+
+static int
+is_grpc(const uint8_t *v, size_t len)
+{
+	static const char g[] = "application/grpc";
+
+	return len >= sizeof(g) - 1 && memcmp(v, g, sizeof(g) - 1) == 0 &&
+	    (len == sizeof(g) - 1 || v[sizeof(g) - 1] == '+' ||
+	    v[sizeof(g) - 1] == ';');
+}
+
+/*
+ * The head is whole: written as an HTTP/1.1 head into the pipe of the
+ * stream's own icpt.  end: END_STREAM came with it (no body).
+ */
+static int
+stream_start(struct h2s *s, int end)
+{
+	struct h2 *h = s->h;
+	struct conn *c = h->ic->c;
+	struct evbuffer *in;
+	const char *host = s->authority[0] ? s->authority : s->host;
+	const char *expect = s->method;
+
+	if (s->method[0] == '\0' || (s->path == NULL &&
+	    strcmp(s->method, "CONNECT") != 0))
+		return -1;	/* nghttp2 checked: not reached */
+	s->chunked = !end && !s->has_length;
+	if ((s->pipe = tstream_pipe_new(c->l->base, pipe_wake, s)) == NULL)
+		return -1;
+	in = tstream_input(s->pipe);
+	if (evbuffer_add_printf(in, "%s %s HTTP/1.1\r\n", s->method,
+	    s->path != NULL ? s->path : host) < 0 ||
+	    (host[0] != '\0' && evbuffer_add_printf(in, "host: %s\r\n",
+	    host) < 0) ||
+	    evbuffer_add_buffer(in, s->lines) != 0 ||
+	    (evbuffer_get_length(s->cookie) > 0 &&
+	    (evbuffer_add(in, "cookie: ", 8) != 0 ||
+	    evbuffer_add_buffer(in, s->cookie) != 0 ||
+	    evbuffer_add(in, "\r\n", 2) != 0)) ||
+	    (s->chunked && evbuffer_add(in, "transfer-encoding: chunked\r\n",
+	    28) != 0) ||
+	    evbuffer_add(in, "connection: close\r\n\r\n", 21) != 0) {
+		tstream_free(s->pipe);
+		s->pipe = NULL;
+		return -1;
+	}
+	if (strcmp(expect, "CONNECT") == 0)
+		expect = "GET";	/* its icpt refuses it; framed as a GET */
+	if ((s->resps = http_resps_new(c->l->cfg->limits.header_bytes)) ==
+	    NULL || http_resps_expect(s->resps, expect) != 0 ||
+	    http_resps_last(s->resps) != 0 ||
+	    evbuffer_add_cb(in, pipe_in_cb, s) == NULL) {
+		tstream_free(s->pipe);
+		s->pipe = NULL;
+		return -1;
+	}
+	/* The head is in the pipe: what held it goes. */
+	evbuffer_free(s->lines);
+	evbuffer_free(s->cookie);
+	s->lines = s->cookie = NULL;
+	free(s->path);
+	s->path = NULL;
+	if ((s->ic = icpt_stream_new(c, s->pipe, s, s->id)) == NULL) {
+		s->pipe = NULL;		/* freed with it */
+		return -1;
+	}
+	s->rq = end ? H2Q_ENDED : H2Q_BODY;
+	tstream_pipe_pushed(s->pipe);
+	return 0;
+}
+
+/* END_STREAM from the sandbox: the body is whole. */
+static void
+stream_req_end(struct h2s *s)
+{
+	if (s->rq != H2Q_BODY)
+		return;
+	s->rq = H2Q_ENDED;
+	if (s->chunked)
+		evbuffer_add(tstream_input(s->pipe), "0\r\n\r\n", 5);
+	tstream_pipe_pushed(s->pipe);
+}
+
+/* ---- the answer ----------------------------------------------------- */
+
+/* Hop-by-hop in HTTP/1.1, forbidden in HTTP/2 (RFC 9113 8.2.2). */
+static int
+hop_by_hop(const char *name, size_t len)
+{
+	static const char *const hop[] = { "connection", "keep-alive",
+	    "proxy-connection", "transfer-encoding", "upgrade", "te",
+	    "trailer", NULL };
+	size_t i;
+
+	for (i = 0; hop[i] != NULL; i++)
+		if (strlen(hop[i]) == len && strncasecmp(hop[i], name, len) == 0)
+			return 1;
+	return 0;
+}
+
+static ssize_t
+data_read_cb(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
+    uint32_t *flags, nghttp2_data_source *src, void *arg)
+{
+	struct h2s *s = src->ptr;
+	struct h2 *h = arg;
+	int n;
+
+	n = evbuffer_remove(s->out, buf, length);
+	if (n < 0)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	h->out -= (size_t)n;
+	if (evbuffer_get_length(s->out) == 0 && s->rs == H2R_ENDED)
+		*flags |= NGHTTP2_DATA_FLAG_EOF;
+	else if (n == 0) {
+		s->deferred = 1;
+		return NGHTTP2_ERR_DEFERRED;
+	}
+	if (n > 0)
+		icpt_step(h->ic);	/* more may be taken from the pipe */
+	return n;
+}
+
+/* The gRPC status for sluice's own answer of status (grpc/status.h codes). */
+static const char *
+grpc_code(int status)
+{
+	switch (status) {
+	case 401: case 403:
+		return "7";	/* PERMISSION_DENIED */
+	case 429:
+		return "8";	/* RESOURCE_EXHAUSTED */
+	case 421: case 502: case 503: case 504:
+		return "14";	/* UNAVAILABLE */
+	case 400: case 411: case 413: case 431:
+		return "3";	/* INVALID_ARGUMENT */
+	default:
+		return "13";	/* INTERNAL */
+	}
+}
+
+#define NV(n, v, vl) { (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, (vl), \
+	NGHTTP2_NV_FLAG_NONE }
+
+/*
+ * sluice refused a gRPC call: the client gets a status it understands, in
+ * a trailers-only answer, and the JSON body is dropped.
+ */
+static int
+answer_grpc(struct h2s *s)
+{
+	char msg[160];
+	const char *code = grpc_code(s->ic->own_answer);
+	int n;
+
+	n = snprintf(msg, sizeof(msg), "sluice: %s (%s)",
+	    s->ic->own_answer == 403 ? "denied by the sandbox's egress policy" :
+	    "refused", s->ic->own_reason ? s->ic->own_reason : "refused");
+	if (n < 0 || (size_t)n >= sizeof(msg))
+		n = (int)strlen(msg);
+	/* Every byte of msg is printable ASCII but '%': percent-encoding needs none. */
+	nghttp2_nv nv[] = {
+		NV(":status", "200", 3),
+		NV("content-type", "application/grpc", 16),
+		NV("grpc-status", code, strlen(code)),
+		NV("grpc-message", msg, (size_t)n),
+	};
+	s->rs = H2R_DROP;
+	return nghttp2_submit_response(s->h->ng, s->id, nv, 4, NULL);
+}
+
+/* The answer's head: HEADERS, its names in lower case, hop-by-hop gone. */
+static int
+answer_head(struct h2s *s, const struct http_resp_head *rh)
+{
+	nghttp2_nv nv[HTTP_MAX_HEADERS + 1];
+	nghttp2_data_provider dp;
+	char status[4], *names = NULL, *p;
+	size_t i, n = 0, total = 0;
+	int r;
+
+	if (s->ic->own_answer != 0 && s->grpc)
+		return answer_grpc(s);
+	for (i = 0; i < rh->nheaders; i++)
+		total += rh->headers[i].name_len + 1;
+	if ((names = malloc(total + 1)) == NULL)
+		return -1;
+	snprintf(status, sizeof(status), "%03u", rh->status);
+	nv[n++] = (nghttp2_nv)NV(":status", status, 3);
+	p = names;
+	s->resp_chunked = 0;
+	for (i = 0; i < rh->nheaders && n < HTTP_MAX_HEADERS + 1; i++) {
+		const struct http_header *x = &rh->headers[i];
+		size_t k;
+
+		if (x->name_len == 17 &&
+		    strncasecmp(x->name, "transfer-encoding", 17) == 0)
+			s->resp_chunked = 1;	/* the parser allows chunked alone */
+		if (hop_by_hop(x->name, x->name_len))
+			continue;
+		for (k = 0; k < x->name_len; k++)
+			p[k] = (char)((x->name[k] >= 'A' && x->name[k] <= 'Z') ?
+			    x->name[k] + 32 : x->name[k]);
+		nv[n].name = (uint8_t *)p;
+		nv[n].namelen = x->name_len;
+		nv[n].value = (uint8_t *)x->value;
+		nv[n].valuelen = x->value_len;
+		nv[n].flags = NGHTTP2_NV_FLAG_NONE;
+		p += x->name_len;
+		n++;
+	}
+	dechunk_init(&s->dc);
+	dp.source.ptr = s;
+	dp.read_callback = data_read_cb;
+	s->rs = H2R_BODY;
+	r = nghttp2_submit_response(s->h->ng, s->id, nv, n, &dp);
+	free(names);
+	return r;
+}
+
+static int
+out_add(void *arg, const uint8_t *p, size_t n)
+{
+	struct h2s *s = arg;
+
+	if (evbuffer_add(s->out, p, n) != 0)
+		return -1;
+	s->h->out += n;
+	return 0;
+}
+
+/* Body bytes of the answer, in its HTTP/1.1 framing. */
+static int
+answer_body(struct h2s *s, const uint8_t *p, size_t n)
+{
+	if (n == 0 || s->rs != H2R_BODY)
+		return 0;
+	if (s->resp_chunked)
+		return dechunk_feed(&s->dc, p, n, out_add, s);
+	return out_add(s, p, n);
+}
+
+/* nghttp2 waits for body bytes that are there now. */
+static void
+answer_resume(struct h2s *s)
+{
+	if (s->deferred && (evbuffer_get_length(s->out) > 0 ||
+	    s->rs == H2R_ENDED)) {
+		s->deferred = 0;
+		nghttp2_session_resume_data(s->h->ng, s->id);
+	}
+}
+
+/*
+ * What the stream's icpt answered, moved from its pipe into frames while
+ * the stream's and the session's bounds allow.
+ */
+static void
+answer_pump(struct h2s *s)
+{
+	struct h2 *h = s->h;
+	struct evbuffer *from = tstream_output(s->pipe);
+	const struct http_resp_head *rh;
+	enum http_resp_ev ev;
+	size_t len, used, took = 0;
+	uint8_t *data;
+
+	while ((len = evbuffer_get_contiguous_space(from)) > 0 &&
+	    s->rs < H2R_ENDED && evbuffer_get_length(s->out) < H2_STREAM_OUT &&
+	    h->out < H2_CONN_OUT) {
+		data = evbuffer_pullup(from, (ssize_t)len);
+		ev = http_resps_feed(s->resps, data, len, &used, &rh, NULL);
+		if (ev == HTTP_RESP_INVALID || ev == HTTP_RESP_TUNNEL ||
+		    (ev == HTTP_RESP_HEAD && !rh->informational &&
+		    answer_head(s, rh) != 0) ||
+		    ((ev == HTTP_RESP_NEED_MORE || ev == HTTP_RESP_END) &&
+		    answer_body(s, data, used) != 0)) {
+			stream_reset(s, NGHTTP2_INTERNAL_ERROR);
+			break;
+		}
+		evbuffer_drain(from, used);
+		took += used;
+		if (ev == HTTP_RESP_END && (s->rs == H2R_BODY ||
+		    s->rs == H2R_DROP) && rh != NULL && !rh->informational)
+			s->rs = H2R_ENDED;
+		if (ev == HTTP_RESP_NEED_MORE && used == 0)
+			break;
+	}
+	if (s->rs == H2R_RESET || s->rs == H2R_ENDED)
+		evbuffer_drain(from, evbuffer_get_length(from));
+	answer_resume(s);
+	if (took > 0 || tstream_pipe_closing(s->pipe))
+		tstream_pipe_drained(s->pipe);
+}
+
+/* ---- nghttp2's callbacks: they record, the step acts ----------------- */
+
+static int
+on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
+{
+	struct h2 *h = arg;
+	struct h2s *s;
+
+	if (f->hd.type != NGHTTP2_HEADERS ||
+	    f->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;	/* trailers: read and dropped (on_header) */
+	if (h->closed || h->nlive >= H2_MAX_STREAMS)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;	/* RST_STREAM */
+	if ((s = calloc(1, sizeof(*s))) == NULL ||
+	    (s->lines = evbuffer_new()) == NULL ||
+	    (s->cookie = evbuffer_new()) == NULL ||
+	    (s->out = evbuffer_new()) == NULL) {
+		stream_free(s);
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	}
+	s->h = h;
+	s->id = f->hd.stream_id;
+	s->next = h->live;
+	h->live = s;
+	h->nlive++;
+	nghttp2_session_set_stream_user_data(ng, s->id, s);
+	return 0;
+}
+
+static int
+on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
+    size_t nlen, const uint8_t *value, size_t vlen, uint8_t flags,
+    void *arg)
+{
+	struct h2 *h = arg;
+	struct h2s *s = stream_of(h, f->hd.stream_id);
+	size_t limit = h->ic->c->l->cfg->limits.header_bytes;
+
+	if (s == NULL)
+		return 0;
+	s->hsize += nlen + vlen + 32;
+	if (s->hsize > limit) {
+		/* More than SETTINGS_MAX_HEADER_LIST_SIZE said: an HPACK bomb. */
+		abuse(h, "header-list-too-large");
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	}
+	if (s->rq != H2Q_HEAD)
+		return 0;	/* trailers are dropped */
+	if (nlen > 0 && name[0] == ':') {
+		if (nlen == 7 && memcmp(name, ":method", 7) == 0)
+			return pseudo_copy(s->method, sizeof(s->method), value,
+			    vlen) == 0 ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+		if (nlen == 10 && memcmp(name, ":authority", 10) == 0)
+			return pseudo_copy(s->authority, sizeof(s->authority),
+			    value, vlen) == 0 ? 0 :
+			    NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+		if (nlen == 5 && memcmp(name, ":path", 5) == 0) {
+			if (vlen > HTTP_MAX_TARGET || s->path != NULL ||
+			    (s->path = malloc(vlen + 1)) == NULL)
+				return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+			memcpy(s->path, value, vlen);
+			s->path[vlen] = '\0';
+		}
+		return 0;	/* :scheme is https (TLS); nghttp2 checked it */
+	}
+	if (nlen == 4 && memcmp(name, "host", 4) == 0)
+		return pseudo_copy(s->host, sizeof(s->host), value, vlen) == 0 ?
+		    0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	if (nlen == 2 && memcmp(name, "te", 2) == 0)
+		return 0;	/* "trailers" alone (nghttp2): HTTP/1.1 needs none */
+	if (nlen == 6 && memcmp(name, "cookie", 6) == 0) {
+		/* Crumbs are joined again (RFC 9113 8.2.3). */
+		if ((evbuffer_get_length(s->cookie) > 0 &&
+		    evbuffer_add(s->cookie, "; ", 2) != 0) ||
+		    evbuffer_add(s->cookie, value, vlen) != 0)
+			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+		return 0;
+	}
+	if (nlen == 14 && memcmp(name, "content-length", 14) == 0)
+		s->has_length = 1;
+	if (nlen == 12 && memcmp(name, "content-type", 12) == 0)
+		s->grpc = is_grpc(value, vlen);
+	return head_line(s, name, nlen, value, vlen) == 0 ? 0 :
+	    NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+}
+
+static int
+on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id,
+    const uint8_t *data, size_t len, void *arg)
+{
+	struct h2 *h = arg;
+	struct h2s *s = stream_of(h, id);
+	struct evbuffer *in;
+
+	if (s == NULL || s->rq != H2Q_BODY || s->ic_over) {
+		/* No one reads it: its window is given back at once. */
+		nghttp2_session_consume(ng, id, len);
+		return 0;
+	}
+	in = tstream_input(s->pipe);
+	s->unconsumed += len;
+	if ((s->chunked && evbuffer_add_printf(in, "%zx\r\n", len) < 0) ||
+	    evbuffer_add(in, data, len) != 0 ||
+	    (s->chunked && evbuffer_add(in, "\r\n", 2) != 0))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	tstream_pipe_pushed(s->pipe);
+	return 0;
+}
+
+static int
+on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
+{
+	struct h2 *h = arg;
+	struct h2s *s = f->hd.stream_id ? stream_of(h, f->hd.stream_id) : NULL;
+	int end = (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+
+	switch (f->hd.type) {
+	case NGHTTP2_HEADERS:
+		if (s == NULL)
+			return 0;
+		if (s->rq == H2Q_HEAD && stream_start(s, end) != 0)
+			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+		if (end)
+			stream_req_end(s);
+		return 0;
+	case NGHTTP2_DATA:
+		if (f->hd.length == 0 && !end &&
+		    bucket_take(&h->empty, H2_EMPTY_BURST, H2_EMPTY_RATE) != 0)
+			abuse(h, "empty-frame-flood");
+		if (s != NULL && end)
+			stream_req_end(s);
+		return 0;
+	case NGHTTP2_RST_STREAM:
+		if (bucket_take(&h->resets, H2_RESET_BURST, H2_RESET_RATE) != 0)
+			abuse(h, "rapid-reset");
+		return 0;
+	case NGHTTP2_SETTINGS:
+	case NGHTTP2_PING:
+	case NGHTTP2_PRIORITY:
+		if (bucket_take(&h->ctrl, H2_CTRL_BURST, H2_CTRL_RATE) != 0)
+			abuse(h, f->hd.type == NGHTTP2_PING ? "ping-flood" :
+			    f->hd.type == NGHTTP2_SETTINGS ? "settings-flood" :
+			    "priority-flood");
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Every reset we send counts: a client can make us send them (MadeYouReset). */
+static int
+on_frame_send(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
+{
+	struct h2 *h = arg;
+
+	if (f->hd.type == NGHTTP2_RST_STREAM &&
+	    bucket_take(&h->ownrst, H2_OWNRST_BURST, H2_OWNRST_RATE) != 0)
+		abuse(h, "made-to-reset");
+	return 0;
+}
+
+static int
+on_invalid_frame(nghttp2_session *ng, const nghttp2_frame *f, int err,
+    void *arg)
+{
+	struct h2 *h = arg;
+
+	/* A stream error follows: a reset we are made to send. */
+	if (bucket_take(&h->ownrst, H2_OWNRST_BURST, H2_OWNRST_RATE) != 0)
+		abuse(h, "made-to-reset");
+	return 0;
+}
+
+static int
+on_stream_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
+{
+	struct h2 *h = arg;
+	struct h2s *s = stream_of(h, id);
+
+	if (s == NULL)
+		return 0;
+	s->closed = 1;
+	if (s->rs < H2R_ENDED)
+		s->rs = H2R_RESET;
+	/* Its icpt learns on the loop; the step lets the stream go. */
+	if (s->pipe != NULL && !s->ic_over)
+		tstream_pipe_end(s->pipe, TSTREAM_ERROR | TSTREAM_READING);
+	icpt_step(h->ic);
+	return 0;
+}
+
+/* ---- the session ---------------------------------------------------- */
+
+static void
+reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct h2 *h = arg;
+	struct h2s *s;
+
+	while ((s = h->dead) != NULL) {
+		h->dead = s->next;
+		stream_free(s);
+	}
+}
+
+static void
+stream_free(struct h2s *s)
+{
+	if (s == NULL)
+		return;
+	icpt_free(s->ic);	/* and its pipe */
+	if (s->ic == NULL)
+		tstream_free(s->pipe);
+	http_resps_free(s->resps);
+	if (s->lines != NULL)
+		evbuffer_free(s->lines);
+	if (s->cookie != NULL)
+		evbuffer_free(s->cookie);
+	if (s->out != NULL) {
+		if (s->h != NULL)
+			s->h->out -= evbuffer_get_length(s->out);
+		evbuffer_free(s->out);
+	}
+	free(s->path);
+	free(s);
+}
+
+/*
+ * A stream nghttp2 and its icpt are both done with leaves the live list:
+ * its icpt is closed now, its memory goes on the next turn.
+ */
+static void
+streams_step(struct h2 *h)
+{
+	struct h2s **pp = &h->live, *s;
+
+	while ((s = *pp) != NULL) {
+		if (s->ic != NULL && !s->ic_over) {
+			stream_consume(s);
+			answer_pump(s);
+		}
+		if (s->ic_over && s->rs < H2R_ENDED)
+			stream_reset(s, NGHTTP2_INTERNAL_ERROR);	/* cut short */
+		if (!s->closed || (s->ic != NULL && !s->ic_over)) {
+			pp = &s->next;
+			continue;
+		}
+		*pp = s->next;
+		h->nlive--;
+		if (s->ic != NULL)
+			icpt_close(s->ic);
+		s->next = h->dead;
+		h->dead = s;
+		event_active(h->reap, 0, 1);
+	}
+}
+
+void
+h2_stream_over(struct h2s *s, const char *reason)
+{
+	if (s->ic_over)
+		return;
+	log_debug("h2", "stream %d over: %s", s->id, reason);
+	s->ic_over = 1;
+	/* What it answered is still in its pipe: taken before it goes. */
+	if (s->rs < H2R_ENDED)
+		answer_pump(s);
+	event_active(s->h->ic->wake, 0, 1);
+}
+
+void
+h2_step(struct h2 *h)
+{
+	struct icpt *ic = h->ic;
+	struct evbuffer *in = tstream_input(ic->down);
+	struct evbuffer *out = tstream_output(ic->down);
+	const uint8_t *data;
+	ssize_t n;
+	size_t len;
+
+	while ((len = evbuffer_get_contiguous_space(in)) > 0 &&
+	    nghttp2_session_want_read(h->ng)) {
+		data = evbuffer_pullup(in, (ssize_t)len);
+		n = nghttp2_session_mem_recv(h->ng, data, len);
+		if (n < 0) {
+			log_debug("h2", "%p: %s", (void *)ic->c,
+			    nghttp2_strerror((int)n));
+			if (n == NGHTTP2_ERR_FLOODED)
+				abuse(h, "flood");
+			else if (n == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS)
+				abuse(h, "continuation-flood");
+			else if (n == NGHTTP2_ERR_NOMEM) {
+				icpt_end(ic, "out-of-memory");
+				return;
+			}
+			evbuffer_drain(in, evbuffer_get_length(in));
+			break;
+		}
+		ic->from_sandbox += (size_t)n;
+		evbuffer_drain(in, (size_t)n);
+	}
+	if (evbuffer_get_length(in) > 0 && !nghttp2_session_want_read(h->ng))
+		evbuffer_drain(in, evbuffer_get_length(in));
+	streams_step(h);
+	while (nghttp2_session_want_write(h->ng) &&
+	    icpt_down_queued(ic) <= ic->high) {
+		n = nghttp2_session_mem_send(h->ng, &data);
+		if (n < 0) {
+			icpt_end(ic, "internal");
+			return;
+		}
+		if (n == 0)
+			break;
+		evbuffer_add(out, data, (size_t)n);
+	}
+	if (!nghttp2_session_want_read(h->ng) &&
+	    !nghttp2_session_want_write(h->ng))
+		icpt_finish(ic);	/* GOAWAY is out: what is queued goes, then the end */
+}
+
+int
+h2_reads(const struct h2 *h)
+{
+	return nghttp2_session_want_read(h->ng) &&
+	    nghttp2_session_get_outbound_queue_size(h->ng) < 64;
+}
+
+void
+h2_timer(struct h2 *h, uint64_t now)
+{
+	struct conn *c = h->ic->c;
+	struct h2s *s;
+
+	for (s = h->live; s != NULL; s = s->next)
+		if (s->ic != NULL && !s->ic_over)
+			icpt_timer_ic(s->ic, now);
+	if (h->nlive == 0 && now - c->last_active >= c->l->cfg->timeouts.idle)
+		nghttp2_session_terminate_session(h->ng, NGHTTP2_NO_ERROR);
+	conn_arm_timer(c, h->nlive > 0 ? 1000 : conn_next_wake(c, now));
+	icpt_step(h->ic);
+}
+
+struct h2 *
+h2_new(struct icpt *ic)
+{
+	nghttp2_session_callbacks *cb = NULL;
+	nghttp2_option *opt = NULL;
+	struct h2 *h;
+	nghttp2_settings_entry set[] = {
+		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, H2_MAX_STREAMS },
+		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_STREAM_WINDOW },
+		{ NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
+		    ic->c->l->cfg->limits.header_bytes },
+		{ NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
+	};
+
+	if ((h = calloc(1, sizeof(*h))) == NULL)
+		return NULL;
+	h->ic = ic;
+	if ((h->reap = event_new(ic->c->l->base, -1, 0, reap_cb, h)) == NULL ||
+	    nghttp2_session_callbacks_new(&cb) != 0 ||
+	    nghttp2_option_new(&opt) != 0)
+		goto fail;
+	nghttp2_session_callbacks_set_on_begin_headers_callback(cb,
+	    on_begin_headers);
+	nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb,
+	    on_data_chunk);
+	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+	nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb,
+	    on_invalid_frame);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cb,
+	    on_stream_close);
+	/* The window opens as a stream's icpt takes its bytes. */
+	nghttp2_option_set_no_auto_window_update(opt, 1);
+	nghttp2_option_set_no_closed_streams(opt, 1);
+	nghttp2_option_set_max_settings(opt, 16);
+	nghttp2_option_set_max_outbound_ack(opt, 1000);
+	nghttp2_option_set_max_continuations(opt, 8);
+	nghttp2_option_set_stream_reset_rate_limit(opt, 2 * H2_RESET_BURST,
+	    2 * H2_RESET_RATE);
+	if (nghttp2_session_server_new2(&h->ng, cb, h, opt) != 0 ||
+	    nghttp2_submit_settings(h->ng, NGHTTP2_FLAG_NONE, set,
+	    sizeof(set) / sizeof(set[0])) != 0 ||
+	    nghttp2_session_set_local_window_size(h->ng, NGHTTP2_FLAG_NONE, 0,
+	    H2_CONN_WINDOW) != 0)
+		goto fail;
+	nghttp2_session_callbacks_del(cb);
+	nghttp2_option_del(opt);
+	return h;
+ fail:
+	nghttp2_session_callbacks_del(cb);
+	nghttp2_option_del(opt);
+	h2_free(h);
+	return NULL;
+}
+
+void
+h2_audit_durable(struct h2 *h, uint64_t durable, int failed)
+{
+	struct h2s *s;
+
+	for (s = h->live; s != NULL; s = s->next)
+		if (s->ic != NULL && !s->ic_over)
+			icpt_audit_durable(s->ic, durable, failed);
+}
+
+void
+h2_close(struct h2 *h)
+{
+	struct h2s *s;
+
+	if (h == NULL || h->closed)
+		return;
+	h->closed = 1;
+	for (s = h->live; s != NULL; s = s->next)
+		if (s->ic != NULL)
+			icpt_close(s->ic);	/* an unanswered request gets its record */
+}
+
+void
+h2_free(struct h2 *h)
+{
+	struct h2s *s;
+
+	if (h == NULL)
+		return;
+	if (h->ng != NULL)
+		nghttp2_session_del(h->ng);
+	while ((s = h->live) != NULL) {
+		h->live = s->next;
+		stream_free(s);
+	}
+	reap_cb(-1, 0, h);
+	if (h->reap != NULL)
+		event_free(h->reap);
+	free(h);
+}

@@ -1,0 +1,331 @@
+#!/bin/bash
+# h2.sh: HTTP/2 from the sandbox on intercepted hosts, against one real
+# sluiced in the namespace world of tests/integ/lib.sh.
+#
+# usage: tests/integ/h2.sh [-k] [-v]
+#   -k  keep the work directory (always kept when something fails)
+#   -v  print the last client output and sluiced's log tail on each failure
+# Environment: top_srcdir, top_builddir (set by make check), SLUICED.
+# Exit: 0 all passed, 1 something failed, 77 skipped (not root, no ip netns
+# or nft, a tool missing).  Needs root: it creates namespaces.
+#
+# The sandbox "box" (sb) has the policy "h2": its ALPN is [h2, http/1.1]
+# for every intercepted host but denied.test, whose rule says http/1.1
+# alone.  Clients: curl --http2, nghttp, h2load, and tests/integ/h2client.py
+# (python3-h2, and raw frames for the floods).  Each check looks at what
+# the client got and at what the upstream (tests/integ/upstream.py) did or
+# did not receive.
+#
+#   alpn_*    h2 is chosen where the policy offers it, http/1.1 where the
+#             rule says so; a client offering h2 alone is refused there
+#   pass_*    a GET and a POST with a body (Content-Length and none) pass
+#   deny_*    a denied stream gets sluice's 403 JSON, nothing upstream
+#   mux_*     one connection: a denied stream beside allowed ones, each
+#             answered alone; 100 concurrent streams (h2load)
+#   inject    the upstream sees the injected header, the client never
+#   authority :authority other than the SNI host: 421 on that stream
+#   connect   CONNECT in a stream: 400; extended CONNECT is never offered
+#   audit     one request record per stream, with its stream id
+#   flood_*   rapid reset, resets we are made to send, SETTINGS, PING,
+#             PRIORITY and empty DATA floods, a CONTINUATION flood, an HPACK
+#             bomb: GOAWAY ENHANCE_YOUR_CALM and an h2_abuse record; the
+#             next connection is served
+#   window    a client that never opens its window: the session holds a
+#             bounded amount, and others are served meanwhile
+#   daemon_*  sluiced is the same process throughout, and ends well
+# Output: "ok NAME" or "FAIL NAME: why" per check, then "N passed, N failed".
+
+# shellcheck source=tests/integ/check.sh
+. "$(dirname "$0")/check.sh"
+
+check_needs curl nghttp h2load openssl dnsmasq ss timeout jq
+"$PY" -c 'import h2' 2>/dev/null || skip "python3-h2 not found"
+
+check_work h2
+PKI=$WORK/pki CA=$WORK/pki/ca.pem STATE=$WORK/state
+SOCK=$WORK/control.sock POLDIR=$WORK/policy.d AUDIT=$WORK/audit.jsonl
+BOX_CA=$WORK/box.pem
+H2C=$top_srcdir/tests/integ/h2client.py
+
+last="" out=""
+check_failed() {
+	[ -n "$SL_PID" ] && ! kill -0 "$SL_PID" 2>/dev/null &&
+	    why="${why:-"$* failed"} (sluiced is no longer running)"
+}
+check_verbose() {
+	echo "    last: $last"
+	printf '%s\n' "$out" | head -20 | sed 's/^/    out: /'
+	tail -5 "$WORK/sluiced.log" | sed 's/^/    log: /'
+}
+short() { printf '%s' "$1" | tr '\n' ' ' | head -c 600; }
+
+RESOLVE=(--resolve allowed.test:443:198.18.1.10 --resolve denied.test:443:198.18.1.12)
+
+# h2c NAME ARGS...: h2client.py from sb to NAME (box's CA); hout holds its
+# JSON lines (streams, then the connection's).
+hout=""
+h2c() {
+	local name=$1 addr=198.18.1.10
+	shift
+	[ "$name" = denied.test ] && addr=198.18.1.12
+	last="h2client $name $(short "$*" | head -c 200)"
+	hout=$(timeout 40 ip netns exec "$NS_SB" "$PY" "$H2C" "$addr:443" \
+	    --name "$name" --ca "$BOX_CA" "$@" 2>&1)
+	printf '%s\n' "$hout" >>"$SEEN"
+	out=$hout
+}
+# hwant JQ...: each test holds over the last h2c's lines, slurped
+hwant() {
+	local t
+	for t in "$@"; do
+		jq -s -e "$t" >/dev/null 2>&1 <<<"$hout" ||
+		    { why="$last: not ($t): $(short "$hout" | head -c 400)"; return 1; }
+	done
+}
+req() { jq -nc --arg m "$1" --arg p "$2" '{method: $m, path: $p}'; }
+
+# ---------------------------------------------------------------- the world and sluiced
+
+world_init
+"$top_srcdir/certs/mkpki.sh" "$PKI" $WORLD_CERT_NAMES >"$WORK/mkpki.log" 2>&1 ||
+    setup_fail "certs/mkpki.sh failed (see $WORK/mkpki.log)"
+canary_secrets "$WORK/keys" "$WORK/secrets" tok:allowed.test ||
+    setup_fail "sealing the canary secret: $(tail -1 "$WORK/seal.log" "$WORK/keygen.log" 2>/dev/null)"
+CANARY_TOK=$(head -1 "$WORK/canary-values")
+world_up >"$WORK/world.log" 2>&1 || setup_fail "world_up: $(tail -1 "$WORK/world.log")"
+world_start_dns "$WORK" 2>>"$WORK/world.log" || setup_fail "dnsmasq did not start"
+world_start_upstreams "$PKI" "$STATE" "$WORK" 2>>"$WORK/world.log" ||
+    setup_fail "upstreams did not start (see $WORK/upstream.log)"
+world_load_nft >>"$WORK/world.log" 2>&1 || setup_fail "cannot load contrib/sluice.nft"
+
+mkdir -p "$POLDIR"
+cp "$top_srcdir/policy.d/default.yaml" "$POLDIR/"
+cat >"$POLDIR/h2.yaml" <<EOF
+# h2: box's policy
+name: h2
+alpn: [h2, http/1.1]
+egress:
+  default: deny
+intercept:
+  - name: pub-read
+    match: {host: allowed.test, methods: [GET, HEAD], path: "/pub/**"}
+    action: pass
+  - name: echo
+    match: {host: allowed.test, path: /echo-headers}
+    action: pass
+  - name: upload
+    match: {host: allowed.test, methods: [POST, PUT], path: /upload}
+    action: pass
+  - name: inject-token
+    match: {host: allowed.test, path: /inject}
+    inject:
+      set: {authorization: "Bearer {{secret:tok}}"}
+  - name: allowed-default
+    match: {host: allowed.test}
+    action: deny
+  - name: old-only
+    match: {host: denied.test, path: "/pub/**"}
+    action: pass
+    alpn: [http/1.1]
+EOF
+cat >"$WORK/sluiced.yaml" <<EOF
+# generated by tests/integ/h2.sh
+listen:
+  transparent: ["0.0.0.0:15001", "[::]:15001"]
+  dns: ["0.0.0.0:15053", "[::]:15053"]
+  control: $SOCK
+resolvers: ["198.18.1.2:53"]
+policy_dir: $POLDIR
+state_dir: $WORK/sbstate
+upstream_ca: $CA
+secret_dir: $WORK/secrets
+gateway_key: $WORK/keys/gateway.key
+audit: {path: $AUDIT, fsync: always}
+workers: 2
+timeouts: {handshake: 5s, idle: 30s, connect: 3s}
+EOF
+: >"$AUDIT"
+daemon_start
+register_box h2
+
+# ================================================================ alpn
+
+alpn_h2() {
+	cst=$(in_sb curl -sS --http2 --max-time 8 --cacert "$BOX_CA" "${RESOLVE[@]}" \
+	    -o /dev/null -w '%{http_version} %{http_code}' https://allowed.test/pub/a 2>&1)
+	out=$cst
+	[ "$cst" = "2 200" ] || { why="curl --http2: $cst, want 2 200"; return 1; }
+}
+check alpn_h2 alpn_h2
+
+alpn_rule_h11() {
+	cst=$(in_sb curl -sS --http2 --max-time 8 --cacert "$BOX_CA" "${RESOLVE[@]}" \
+	    -o /dev/null -w '%{http_version} %{http_code}' https://denied.test/pub/a 2>&1)
+	out=$cst
+	[ "$cst" = "1.1 200" ] || { why="curl --http2 to denied.test: $cst, want 1.1 200"; return 1; }
+	# a client that speaks h2 alone is refused there (no_application_protocol)
+	h2c denied.test --req "$(req GET /pub/a)"
+	[ -n "$hout" ] && ! jq -s -e '.[-1].alpn == "h2"' >/dev/null 2>&1 <<<"$hout" ||
+	    { why="h2 alone to denied.test: $(short "$hout")"; return 1; }
+}
+check alpn_rule_h11 alpn_rule_h11
+
+# ================================================================ pass, deny
+
+pass_get() {
+	snap
+	h2c allowed.test --req "$(req GET /pub/x)"
+	hwant '.[0].status == 200' '.[0].body == "hello from allowed-tls\n"' \
+	    '.[0].headers["x-upstream"] == "allowed-tls"' \
+	    '.[0].headers | has("connection") | not' '.[-1].end == "done"' || return 1
+	upx 'allowed-tls.requests=1'
+}
+check pass_get pass_get
+
+pass_post() {
+	local body
+	body=$(head -c 60000 /dev/urandom | base64 -w0)
+	snap
+	# with a content-length, and without one (chunked upstream)
+	h2c allowed.test --req "$(jq -nc --arg b "$body" '{method: "POST", path: "/upload", body: $b, headers: {"content-length": ($b | length | tostring)}}')" \
+	    --req "$(jq -nc --arg b "$body" '{method: "POST", path: "/upload", body: $b}')"
+	hwant 'map(select(.id)) | length == 2' 'map(select(.id) | .status) == [200, 200]' || return 1
+	upwant allowed-tls "length == 2" \
+	    "map(.body_bytes) == [${#body}, ${#body}]" \
+	    'map(.headers | map({key: (.[0] | ascii_downcase), value: .[1]}) | from_entries) | .[0]["content-length"] != null and .[1]["transfer-encoding"] == "chunked"'
+}
+check pass_post pass_post
+
+deny_stream() {
+	snap
+	h2c allowed.test --req "$(req GET /private)"
+	hwant '.[0].status == 403' '(.[0].body | fromjson | .reason) == "deny-rule"' \
+	    '(.[0].body | fromjson | .rule) == "intercept:allowed-default"' || return 1
+	upx 'allowed-tls.requests=0'
+}
+check deny_stream deny_stream
+
+# ================================================================ one connection, many streams
+
+mux_deny_beside() {
+	snap
+	h2c allowed.test --req "$(req GET /pub/one)" --req "$(req GET /private)" \
+	    --req "$(req GET /pub/two)"
+	hwant 'map(select(.id) | .status) == [200, 403, 200]' \
+	    'map(select(.id) | .reset) == [null, null, null]' '.[-1].goaway == null' || return 1
+	upwant allowed-tls 'length == 2' 'map(.path) | sort == ["/pub/one", "/pub/two"]'
+}
+check mux_deny_beside mux_deny_beside
+
+mux_nghttp() {
+	# nghttp resolves the URI's host itself: the sandbox's resolver is dnsmasq
+	out=$(timeout 20 ip netns exec "$NS_SB" nghttp -v -n --no-verify-peer \
+	    https://allowed.test/pub/n1 https://allowed.test/private 2>&1)
+	last="nghttp two streams"
+	grep -q ':status: 200' <<<"$out" && grep -q ':status: 403' <<<"$out" ||
+	    { why="nghttp: $(short "$(grep -E ':status|GOAWAY|error' <<<"$out")")"; return 1; }
+	[ "$(grep -c 'recv HEADERS frame' <<<"$out")" -ge 2 ] ||
+	    { why="nghttp: fewer than two answers"; return 1; }
+}
+check mux_nghttp mux_nghttp
+
+mux_h2load() {
+	snap
+	out=$(timeout 60 ip netns exec "$NS_SB" h2load -n 2000 -c 2 -m 20 \
+	    https://allowed.test/pub/load 2>&1)
+	last="h2load -n 2000 -c 2 -m 20"
+	grep -q '2000 succeeded' <<<"$out" && grep -q 'status codes: 2000 2xx' <<<"$out" ||
+	    { why="h2load: $(short "$(grep -E 'requests:|status codes|Application protocol' <<<"$out")")"; return 1; }
+	grep -q 'Application protocol: h2' <<<"$out" || { why="h2load did not speak h2"; return 1; }
+	upx 'allowed-tls.requests=2000'
+}
+check mux_h2load mux_h2load
+
+# ================================================================ inject, authority, connect
+
+inject() {
+	snap
+	h2c allowed.test --req "$(req GET /inject)"
+	hwant '.[0].status == 200' || return 1
+	upwant allowed-tls 'length == 1' \
+	    "[.[0].headers[] | select(.[0] | ascii_downcase == \"authorization\") | .[1]] == [\"Bearer $CANARY_TOK\"]" || return 1
+	! grep -qF "$CANARY_TOK" <<<"$hout" || { why="the secret reached the sandbox"; return 1; }
+}
+check inject inject
+
+authority() {
+	snap
+	h2c allowed.test --req "$(jq -nc '{method: "GET", path: "/pub/x", authority: "denied.test"}')" \
+	    --req "$(req GET /pub/y)"
+	hwant 'map(select(.id) | .status) == [421, 200]' \
+	    '(.[0].body | fromjson | .reason) == "host-mismatch"' || return 1
+	upwant allowed-tls 'length == 1' '.[0].path == "/pub/y"'
+}
+check authority authority
+
+connect_refused() {
+	snap
+	h2c allowed.test --req "$(jq -nc '{method: "CONNECT", path: null}' | sed 's/"path":null/"path":""/')" --timeout 5
+	# a CONNECT stream carries no :path: the client library sends it as
+	# asked, and sluice answers on that stream alone
+	hwant 'map(select(.id) | (.status == 400 or .reset != null)) | all' || return 1
+	upx 'allowed-tls.requests=0'
+}
+check connect_refused connect_refused
+
+audit_streams() {
+	local off
+	off=$(audit_lines)
+	h2c allowed.test --req "$(req GET /pub/a1)" --req "$(req GET /private)"
+	audit_has "$off" 'type=request path=/pub/a1 stream=1 action=pass status=200' \
+	    'type=request path=/private stream=3 action=deny status=403'
+}
+check audit_streams audit_streams
+
+# ================================================================ floods
+
+# flood KIND COUNT: the connection gets GOAWAY ENHANCE_YOUR_CALM (11), an
+# h2_abuse record of KIND's name is written, and h2 is served after.
+flood() {
+	local kind=$1 n=$2 rec=$3 off
+	off=$(audit_lines)
+	h2c allowed.test --flood "$kind" --count "$n" --timeout 15
+	hwant '.[-1].goaway == 11' || return 1
+	audit_has "$off" "type=h2_abuse kind=$rec host=allowed.test sandbox=box" || return 1
+	h2c allowed.test --req "$(req GET /pub/after)"
+	hwant '.[0].status == 200' || return 1
+	daemon_same
+}
+check flood_rapid_reset flood rapid-reset 5000 rapid-reset
+check flood_made_you_reset flood made-you-reset 2000 made-to-reset
+check flood_ping flood ping 20000 ping-flood
+check flood_settings flood settings 20000 settings-flood
+check flood_priority flood priority 20000 priority-flood
+check flood_empty_data flood empty-data 5000 empty-frame-flood
+check flood_continuation flood continuation 100 continuation-flood
+check flood_hpack_bomb flood hpack-bomb 1 header-list-too-large
+
+flood_streams() {
+	# more streams than SETTINGS_MAX_CONCURRENT_STREAMS: the extra ones
+	# are refused (RST_STREAM), sluiced lives
+	h2c allowed.test --flood streams --count 300 --timeout 10
+	hwant '.[-1].rst >= 1 or .[-1].goaway == 11' || return 1
+	h2c allowed.test --req "$(req GET /pub/after)"
+	hwant '.[0].status == 200' || return 1
+	daemon_same
+}
+check flood_streams flood_streams
+
+window() {
+	# 50 streams of 200 KB each, and a window of 0: nothing can come
+	h2c allowed.test --window 0 --timeout 4 $(for i in $(seq 50); do printf -- '--req {"path":"/pub/big%d"} ' "$i"; done)
+	hwant '.[-1].end == "timeout"' 'map(select(.id) | .body) | all(. == "")' || return 1
+	h2c allowed.test --req "$(req GET /pub/meanwhile)"
+	hwant '.[0].status == 200' || return 1
+	daemon_same
+}
+check window window
+
+check daemon_same daemon_same
+check daemon_ends daemon_ends
+check_done
