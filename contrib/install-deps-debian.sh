@@ -16,7 +16,7 @@ libssl-dev libevent-dev libyaml-dev libsodium-dev libjansson-dev libidn2-dev
 libseccomp-dev libnghttp2-dev libcmocka-dev node-llhttp
 nftables iproute2 curl dnsutils openssl python3 dnsmasq-base socat jq systemd
 python3-jwt python3-cryptography python3-yaml python3-botocore
-nghttp2-client python3-h2 python3-grpcio
+nghttp2-client nghttp2-server python3-h2 python3-grpcio
 clang libclang-rt-14-dev
 debhelper lintian
 "
@@ -32,8 +32,8 @@ PKGS_ALONE="prometheus"
 #              (contrib/monitoring is checked); python3-jwt
 #              python3-cryptography (the policy proxy of forward.sh);
 #              python3-botocore (secrets.sh's upstream checks SigV4 with it);
-#              nghttp2-client python3-h2 python3-grpcio (h2.sh: HTTP/2
-#              clients, floods and a gRPC upstream)
+#              nghttp2-client nghttp2-server python3-h2 python3-grpcio
+#              (h2.sh: HTTP/2 clients and floods, an h2 upstream, gRPC)
 # fuzzers      clang, libclang-rt-14-dev (libFuzzer, ASan/UBSan runtimes;
 #              only a Recommends of clang, so named here)
 # packaging    debhelper lintian (tests/integ/package.sh builds, lints and

@@ -45,6 +45,8 @@
 
 /* Answer bytes held for the sandbox: one stream's, and all of a session's. */
 #define H2_STREAM_OUT		(64u * 1024)
+/* Streams whose icpt may be opening an upstream at once. */
+#define H2_MAX_STARTING		8
 #define H2_CONN_OUT		(1024u * 1024)
 /* The windows we advertise: what a stream, and all of them, may send ahead. */
 #define H2_STREAM_WINDOW	(64u * 1024)
@@ -125,6 +127,7 @@ struct h2 {
 	size_t		 out;		/* every stream's out */
 	int		 closed;	/* h2_close ran */
 	const char	*abuse;		/* why we sent ENHANCE_YOUR_CALM */
+	int		 upstream_seen;	/* a stream's upstream was ready once */
 	struct h2_bucket ctrl, resets, ownrst, empty;
 };
 
@@ -269,6 +272,66 @@ is_grpc(const uint8_t *v, size_t len)
 }
 
 /*
+ * Streams whose icpt is about to open an upstream (not judged yet, or
+ * connecting): a burst of streams must not become a burst of upstream
+ * connections (one for each, before the first tells whether the upstream
+ * speaks h2 and can carry them all).
+ */
+static unsigned
+starting(const struct h2 *h)
+{
+	const struct h2s *s;
+	unsigned n = 0;
+
+	for (s = h->live; s != NULL; s = s->next)
+		if (s->ic != NULL && !s->ic_over &&
+		    ((s->ic->rs == RS_NONE && s->ic->rq == RQ_HEAD &&
+		    s->ic->qn == 0) || s->ic->rs == RS_CONNECTING))
+			n++;
+	return n;
+}
+
+/*
+ * One stream opens the session's first upstream alone: when it speaks h2,
+ * the others are its streams (h2up.h) rather than connections of their
+ * own.
+ */
+static unsigned
+starting_max(const struct h2 *h)
+{
+	return h->upstream_seen ? H2_MAX_STARTING : 1;
+}
+
+void
+h2_stream_upstream(struct h2s *s)
+{
+	if (s->h->upstream_seen)
+		return;
+	s->h->upstream_seen = 1;
+	event_active(s->h->ic->wake, 0, 1);	/* the waiting streams start */
+}
+
+/*
+ * A stream whose head is in its pipe gets its icpt, unless too many are
+ * starting: it waits (its DATA, bounded by its window, waits in the pipe)
+ * and the step starts it later.  0, or -1 when out of memory.
+ */
+static int
+stream_run(struct h2s *s)
+{
+	if (s->ic != NULL || s->pipe == NULL || s->closed ||
+	    starting(s->h) >= starting_max(s->h))
+		return 0;
+	if ((s->ic = icpt_stream_new(s->h->ic->c, s->pipe, s, s->id)) ==
+	    NULL) {
+		s->pipe = NULL;		/* freed with it */
+		return -1;
+	}
+	tstream_pipe_pushed(s->pipe);
+	return 0;
+}
+
+/*
  * The head is whole: written as an HTTP/1.1 head into the pipe of the
  * stream's own icpt.  end: END_STREAM came with it (no body).
  */
@@ -285,7 +348,7 @@ stream_start(struct h2s *s, int end)
 	    strcmp(s->method, "CONNECT") != 0))
 		return -1;	/* nghttp2 checked: not reached */
 	s->chunked = !end && !s->has_length;
-	if ((s->pipe = tstream_pipe_new(c->l->base, pipe_wake, s)) == NULL)
+	if ((s->pipe = tstream_pipe_new(c->l->base, pipe_wake, NULL, s)) == NULL)
 		return -1;
 	in = tstream_input(s->pipe);
 	if (evbuffer_add_printf(in, "%s %s HTTP/1.1\r\n", s->method,
@@ -320,13 +383,9 @@ stream_start(struct h2s *s, int end)
 	s->lines = s->cookie = NULL;
 	free(s->path);
 	s->path = NULL;
-	if ((s->ic = icpt_stream_new(c, s->pipe, s, s->id)) == NULL) {
-		s->pipe = NULL;		/* freed with it */
-		return -1;
-	}
 	s->rq = end ? H2Q_ENDED : H2Q_BODY;
-	tstream_pipe_pushed(s->pipe);
-	return 0;
+	/* Its icpt starts now, or once fewer streams open upstreams. */
+	return stream_run(s);
 }
 
 /* END_STREAM from the sandbox: the body is whole. */
@@ -647,7 +706,7 @@ on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id,
 	struct h2s *s = stream_of(h, id);
 	struct evbuffer *in;
 
-	if (s == NULL || s->rq != H2Q_BODY || s->ic_over) {
+	if (s == NULL || s->rq != H2Q_BODY || s->ic_over || s->pipe == NULL) {
 		/* No one reads it: its window is given back at once. */
 		nghttp2_session_consume(ng, id, len);
 		return 0;
@@ -787,7 +846,21 @@ stream_free(struct h2s *s)
 static void
 streams_step(struct h2 *h)
 {
-	struct h2s **pp = &h->live, *s;
+	struct h2s **pp = &h->live, *s, *oldest;
+
+	/* Waiting streams start, the oldest first (the list is newest first). */
+	while (starting(h) < starting_max(h)) {
+		oldest = NULL;
+		for (s = h->live; s != NULL; s = s->next)
+			if (s->ic == NULL && s->pipe != NULL && !s->closed)
+				oldest = s;
+		if (oldest == NULL)
+			break;
+		if (stream_run(oldest) != 0) {
+			stream_reset(oldest, NGHTTP2_INTERNAL_ERROR);
+			break;
+		}
+	}
 
 	while ((s = *pp) != NULL) {
 		if (s->ic != NULL && !s->ic_over) {

@@ -39,6 +39,12 @@ void	h2_step(struct h2 *h);
 int	h2_reads(const struct h2 *h);
 /* The connection's timer: each stream's timeouts, and the idle session. */
 void	h2_timer(struct h2 *h, uint64_t now);
+/*
+ * A stream's upstream is ready (connected and checked, or a stream of an
+ * HTTP/2 upstream session): the session's other streams may now start as
+ * many at once as H2_MAX_STARTING, not one by one.
+ */
+void	h2_stream_upstream(struct h2s *s);
 /* A stream's icpt ended (from its step): its session lets it go. */
 void	h2_stream_over(struct h2s *s, const char *reason);
 /* Audit records up to durable are on disk (icpt_audit_durable), for each stream. */

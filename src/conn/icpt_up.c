@@ -29,6 +29,7 @@
 #include "keys/secrets.h"
 #include "keys/tlsup.h"
 #include "loop/loop.h"
+#include "loop/h2up.h"
 #include "loop/resolve.h"
 #include "loop/state.h"
 #include "loop/tstream.h"
@@ -36,6 +37,7 @@
 #include "conn/conn.h"
 #include "conn/conn_int.h"
 #include "conn/deny.h"
+#include "conn/h2.h"
 #include "conn/icpt_int.h"
 
 /* ---- the upstream side ---------------------------------------------- */
@@ -291,8 +293,14 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
 	    c->name);
 	ic->up_port = fwd ? rule->forward_port : c->upport;
 	memcpy(ic->up_tls, tls_d, UPOOL_TLS_LEN);
-	/* An idle connection this sandbox verified for this host will do. */
-	if ((ic->up = upool_get(c->l->upool, c->counter, ic->up_host,
+	/*
+	 * A stream of the sandbox's HTTP/2 session for this host will do;
+	 * else an idle connection this sandbox verified for it.
+	 */
+	if ((ic->h2s != NULL && c->l->h2up != NULL &&
+	    (ic->up = h2up_attach(c->l->h2up, c->counter, ic->up_host,
+	    (uint16_t)ic->up_port, ic->up_tls)) != NULL) ||
+	    (ic->up = upool_get(c->l->upool, c->counter, ic->up_host,
 	    (uint16_t)ic->up_port, ic->up_tls)) != NULL) {
 		tstream_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb, ic);
 		tstream_set_timeout(ic->up, cfg->timeouts.idle);
@@ -300,6 +308,8 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
 		tstream_read(ic->up, 1);
 		icpt_rs_set(ic, RS_READY);
 		c->upstream_used = 1;
+		if (ic->h2s != NULL)
+			h2_stream_upstream(ic->h2s);
 		if (!icpt_pins_ok(ic))
 			return open_failed(ic, 502, "upstream-pin-mismatch",
 			    NULL);
@@ -317,6 +327,11 @@ icpt_up_open(struct icpt *ic, const struct intercept_rule *rule,
 	    ic->up_host, 0, ic->up_port, cert != NULL ? &client : NULL,
 	    &ssl) != 0)
 		return open_failed(ic, 502, "upstream-tls-error", NULL);
+	/* An HTTP/2 stream's upstream may carry the session's other streams. */
+	if (ic->h2s != NULL && c->l->h2up != NULL && tlsup_offer_h2(ssl) != 0) {
+		SSL_free(ssl);
+		return open_failed(ic, 502, "upstream-tls-error", NULL);
+	}
 	if ((ic->up = tstream_new(c->l->base, -1, ssl,
 	    TSTREAM_CONNECT)) == NULL)
 		return open_failed(ic, 502, "upstream-tls-error", NULL);
@@ -355,7 +370,8 @@ up_idle(struct icpt *ic)
 void
 icpt_up_drop(struct icpt *ic)
 {
-	if (up_idle(ic)) {
+	/* A stream of an HTTP/2 session (a pipe) is done with its one request. */
+	if (up_idle(ic) && tstream_fd(ic->up) >= 0) {
 		upool_put(ic->c->l->upool, ic->up, ic->c->counter, ic->up_host,
 		    (uint16_t)ic->up_port, ic->up_tls);
 		ic->up = NULL;
@@ -385,6 +401,32 @@ icpt_up_park(struct icpt *ic)
 	icpt_up_drop(ic);
 }
 
+/*
+ * The upstream chose h2: its connection becomes the sandbox's session
+ * for this host (h2up.h), and ic speaks to it through a pipe, its first
+ * stream.  0, or -1 after failing.
+ */
+static int
+up_adopt(struct icpt *ic)
+{
+	struct conn *c = ic->c;
+	struct tstream *pipe;
+
+	tstream_setcb(ic->up, NULL, NULL, NULL, NULL);
+	pipe = h2up_adopt(c->l->h2up, ic->up, c->counter, ic->up_host,
+	    (uint16_t)ic->up_port, ic->up_tls, c->l->cfg->timeouts.idle,
+	    c->l->cfg->limits.header_bytes);
+	ic->up = pipe;		/* the session owns the connection */
+	if (pipe == NULL) {
+		icpt_up_failed(ic, 502, "upstream-unreachable",
+		    "the HTTP/2 session could not start");
+		return -1;
+	}
+	tstream_setcb(ic->up, up_read_cb, up_write_cb, up_event_cb, ic);
+	tstream_set_wlow(ic->up, ic->high / 2);
+	return 0;
+}
+
 /* The upstream connected: checked before a byte goes to it. */
 static void
 up_connected(struct icpt *ic)
@@ -401,8 +443,12 @@ up_connected(struct icpt *ic)
 		icpt_up_failed(ic, 502, "upstream-pin-mismatch", NULL);
 		return;
 	}
+	if (tlsup_is_h2(tstream_ssl(ic->up)) && up_adopt(ic) != 0)
+		return;
 	icpt_rs_set(ic, RS_READY);
 	ic->c->upstream_used = 1;
+	if (ic->h2s != NULL)
+		h2_stream_upstream(ic->h2s);
 	tstream_set_timeout(ic->up, ic->c->l->cfg->timeouts.idle);
 	icpt_up_release(ic);	/* what waited goes (unless its record waits) */
 }

@@ -18,6 +18,7 @@
 #include "audit/audit.h"
 #include "loop/resolve.h"
 #include "loop/state.h"
+#include "loop/h2up.h"
 #include "loop/upool.h"
 #include "dns/dns.h"
 #include "conn/conn.h"
@@ -157,6 +158,7 @@ worker_init(struct worker *w, struct daemon *d, unsigned idx)
 	if ((w->wake = event_new(w->l.base, -1, EV_PERSIST, wake_cb, w)) == NULL ||
 	    (w->audit_ev = event_new(w->l.base, -1, EV_PERSIST, audit_cb,
 	    w)) == NULL || (w->l.upool = upool_new(w->l.base)) == NULL ||
+	    (w->l.h2up = h2up_pool_new(w->l.base)) == NULL ||
 	    audit_notify(d->audit, w->audit_ev) != 0)
 		return SL_ERR_NOMEM;
 	w->l.res = resolver_new(w->l.base, cfg->resolvers, cfg->nresolvers,
@@ -244,6 +246,7 @@ worker_free(struct worker *w)
 	if (w->l.base != NULL)
 		event_base_loop(w->l.base, EVLOOP_NONBLOCK);
 	upool_free(w->l.upool);	/* after the connections that parked there */
+	h2up_pool_free(w->l.h2up);
 	resolver_free(w->l.res);
 	if (w->l.base != NULL)
 		event_base_free(w->l.base);

@@ -639,6 +639,26 @@ tlsup_pin_ok(const char *pin)
 	return 1;
 }
 
+/* h2 first, then http/1.1: for an upstream of HTTP/2 streams. */
+static const unsigned char alpn_h2[] = "\x02h2\x08http/1.1";
+
+int
+tlsup_offer_h2(SSL *ssl)
+{
+	return SSL_set_alpn_protos(ssl, alpn_h2, sizeof(alpn_h2) - 1) == 0 ?
+	    0 : SL_ERR_NOMEM;
+}
+
+int
+tlsup_is_h2(SSL *ssl)
+{
+	const unsigned char *p = NULL;
+	unsigned len = 0;
+
+	SSL_get0_alpn_selected(ssl, &p, &len);
+	return len == 2 && p[0] == 'h' && p[1] == '2';
+}
+
 int
 tlsup_check_peer(SSL *ssl, char *const *pins, size_t npins, char *reason,
     size_t len)
@@ -670,7 +690,8 @@ tlsup_check_peer(SSL *ssl, char *const *pins, size_t npins, char *reason,
 	}
 	SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
 	if (alpn_len != 0 && (alpn_len != ALPN_HTTP11_LEN - 1 ||
-	    memcmp(alpn, alpn_http11 + 1, alpn_len) != 0)) {
+	    memcmp(alpn, alpn_http11 + 1, alpn_len) != 0) &&
+	    !tlsup_is_h2(ssl)) {
 		seterr(reason, len, "upstream-alpn-mismatch");
 		return SL_ERR_DENIED;
 	}

@@ -94,8 +94,15 @@ int	tlsup_ssl_new_as(SSL_CTX *ctx, const char *sandbox, const char *host,
 	    SSL **out);
 
 /*
+ * The SSL offers ALPN "h2" before "http/1.1" (an upstream for HTTP/2
+ * streams: one connection carries them all); 0 or SL_ERR_NOMEM.
+ * tlsup_is_h2: the handshake chose h2.
+ */
+int	tlsup_offer_h2(SSL *ssl);
+int	tlsup_is_h2(SSL *ssl);
+/*
  * After a completed handshake: the chain and host verified, TLS 1.2 or
- * later, ALPN "http/1.1" or none, and when npins > 0, the leaf's pin (see
+ * later, ALPN "http/1.1", "h2" (when offered) or none, and when npins > 0, the leaf's pin (see
  * tlsup_pin_of) equal to one of pins.  Returns 0, or SL_ERR_DENIED with
  * reason (cut to len) set to one of
  *   "upstream-handshake-incomplete", "upstream-tls-version",

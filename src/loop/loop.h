@@ -39,6 +39,7 @@ struct state;
 struct tlsup;
 struct spend;
 struct upool;
+struct h2up_pool;
 
 TAILQ_HEAD(conn_list, conn);
 
@@ -56,6 +57,7 @@ struct loop {
 	const struct secret_store *secrets;	/* NULL: secrets are off */
 	struct resolver		*res;
 	struct upool		*upool;		/* idle intercepted upstreams */
+	struct h2up_pool	*h2up;		/* HTTP/2 upstream sessions (or NULL) */
 	struct spend		*spend;		/* budgets, shared by all */
 	struct mintcache	*mints;		/* minted tokens, shared by all */
 	struct minter		*minters;	/* this loop's mints (conn/minter.c) */

@@ -66,6 +66,7 @@ struct tstream {
 	void		*arg;
 	/* TSTREAM_PIPE: the other end, and what the owner is owed. */
 	void		(*peer_wake)(void *);
+	void		(*peer_gone)(void *);
 	void		*peer_arg;
 	short		 pipe_ev;	/* an event for the owner */
 	int		 pipe_drained;	/* the owner's write callback is owed */
@@ -595,7 +596,8 @@ pipe_owner_step(struct tstream *ts)
 }
 
 struct tstream *
-tstream_pipe_new(struct event_base *base, void (*wake)(void *), void *arg)
+tstream_pipe_new(struct event_base *base, void (*wake)(void *),
+    void (*gone)(void *), void *arg)
 {
 	struct tstream *ts;
 
@@ -605,6 +607,7 @@ tstream_pipe_new(struct event_base *base, void (*wake)(void *), void *arg)
 	ts->role = TSTREAM_PIPE;
 	ts->read_on = 1;
 	ts->peer_wake = wake;
+	ts->peer_gone = gone;
 	ts->peer_arg = arg;
 	if ((ts->in = evbuffer_new()) == NULL ||
 	    (ts->out = evbuffer_new()) == NULL ||
@@ -648,6 +651,31 @@ int
 tstream_pipe_closing(const struct tstream *ts)
 {
 	return ts->state == TS_CLOSING || ts->state == TS_CLOSED;
+}
+
+void
+tstream_pipe_ssl(struct tstream *ts, SSL *ssl)
+{
+	ts->ssl = ssl;		/* borrowed: a pipe never frees it */
+}
+
+void
+tstream_pipe_detach(struct tstream *ts)
+{
+	ts->peer_wake = NULL;
+	ts->peer_gone = NULL;
+}
+
+/* The owner is done with a pipe: its peer lets go of it, once. */
+static void
+pipe_gone(struct tstream *ts)
+{
+	void (*gone)(void *) = ts->peer_gone;
+
+	ts->peer_wake = NULL;
+	ts->peer_gone = NULL;
+	if (gone != NULL)
+		gone(ts->peer_arg);
 }
 
 /* ---- callbacks: they only dispatch -------------------------------------- */
@@ -792,7 +820,7 @@ tstream_start(struct tstream *ts)
 	if (ts->state != TS_NEW)
 		return;
 	touch(ts);
-	if (ts->ssl != NULL) {
+	if (ts->ssl != NULL && ts->role != TSTREAM_PIPE) {
 		ts->state = TS_HANDSHAKE;
 		sync_rev(ts);
 		if (ts->pre_len > 0)
@@ -946,6 +974,8 @@ tstream_quiet(struct tstream *ts)
 		return;
 	ts->readcb = ts->writecb = NULL;
 	ts->eventcb = NULL;
+	if (ts->role == TSTREAM_PIPE)
+		pipe_gone(ts);
 	if (ts->state != TS_NEW)
 		ts->state = TS_FAILED;
 	if (ts->rev != NULL)
@@ -968,7 +998,10 @@ tstream_free(struct tstream *ts)
 		event_free(ts->wev);
 	if (ts->tev != NULL)
 		event_free(ts->tev);
-	SSL_free(ts->ssl);
+	if (ts->role == TSTREAM_PIPE)
+		pipe_gone(ts);
+	else
+		SSL_free(ts->ssl);
 	if (ts->fd >= 0)
 		close(ts->fd);
 	if (ts->in != NULL)

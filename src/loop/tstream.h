@@ -111,11 +111,20 @@ unsigned long tstream_ssl_error(const struct tstream *ts);
  * run on the loop, never from these calls.  NULL when out of memory.
  */
 struct tstream *tstream_pipe_new(struct event_base *base,
-	    void (*wake)(void *), void *arg);
+	    void (*wake)(void *), void (*gone)(void *), void *arg);
 void	tstream_pipe_pushed(struct tstream *ts);
 void	tstream_pipe_drained(struct tstream *ts);
 void	tstream_pipe_end(struct tstream *ts, short what);
 int	tstream_pipe_closing(const struct tstream *ts);
+/*
+ * gone(arg) (may be NULL) runs once, from tstream_quiet or tstream_free,
+ * when the owner is done with the pipe: the peer drops it then.  A peer
+ * done first calls tstream_pipe_detach: no wake nor gone any more.
+ * tstream_pipe_ssl lends the pipe the SSL of the peer's own connection,
+ * for tstream_ssl (a pipe never frees it).
+ */
+void	tstream_pipe_detach(struct tstream *ts);
+void	tstream_pipe_ssl(struct tstream *ts, struct ssl_st *ssl);
 
 /* No callback and no I/O any more (freeing is still the owner's). */
 void	tstream_quiet(struct tstream *ts);
