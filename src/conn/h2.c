@@ -115,6 +115,7 @@ struct h2s {
 	int		 resp_chunked;
 	struct dechunk	 dc;
 	struct evbuffer	*out;		/* body bytes for nghttp2 */
+	struct evbuffer	*trailers;	/* its trailer section, as it came */
 };
 
 struct h2 {
@@ -372,11 +373,13 @@ stream_start(struct h2s *s, int end)
 	if ((s->resps = http_resps_new(c->l->cfg->limits.header_bytes)) ==
 	    NULL || http_resps_expect(s->resps, expect) != 0 ||
 	    http_resps_last(s->resps) != 0 ||
+	    (s->trailers = evbuffer_new()) == NULL ||
 	    evbuffer_add_cb(in, pipe_in_cb, s) == NULL) {
 		tstream_free(s->pipe);
 		s->pipe = NULL;
 		return -1;
 	}
+	http_resps_trailers(s->resps, 1);	/* gRPC's status comes there */
 	/* The head is in the pipe: what held it goes. */
 	evbuffer_free(s->lines);
 	evbuffer_free(s->cookie);
@@ -417,6 +420,50 @@ hop_by_hop(const char *name, size_t len)
 	return 0;
 }
 
+static int
+trailers_add(void *arg, const uint8_t *p, size_t n)
+{
+	struct h2s *s = arg;
+
+	return evbuffer_add(s->trailers, p, n);
+}
+
+/*
+ * The trailer section (field lines the parser checked, and the final
+ * CRLF) as HEADERS after the last DATA: 0, or -1.
+ */
+static int
+send_trailers(struct h2s *s)
+{
+	nghttp2_nv nv[HTTP_MAX_HEADERS];
+	size_t len = evbuffer_get_length(s->trailers), n = 0, k, vlen;
+	char *p, *end, *eol, *colon, *v;
+
+	if ((p = (char *)evbuffer_pullup(s->trailers, (ssize_t)len)) == NULL)
+		return -1;
+	for (end = p + len; p < end && n < HTTP_MAX_HEADERS; p = eol + 2) {
+		if ((eol = memchr(p, '\r', (size_t)(end - p))) == NULL ||
+		    eol == p)
+			break;		/* the empty line: the end */
+		if ((colon = memchr(p, ':', (size_t)(eol - p))) == NULL)
+			return -1;
+		for (k = 0; p + k < colon; k++)
+			if (p[k] >= 'A' && p[k] <= 'Z')
+				p[k] = (char)(p[k] + 32);
+		for (v = colon + 1; v < eol && (*v == ' ' || *v == '\t'); v++)
+			;
+		for (vlen = (size_t)(eol - v); vlen > 0 &&
+		    (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'); vlen--)
+			;
+		nv[n].name = (uint8_t *)p;
+		nv[n].namelen = (size_t)(colon - p);
+		nv[n].value = (uint8_t *)v;
+		nv[n].valuelen = vlen;
+		nv[n++].flags = NGHTTP2_NV_FLAG_NONE;
+	}
+	return nghttp2_submit_trailer(s->h->ng, s->id, nv, n) == 0 ? 0 : -1;
+}
+
 static ssize_t
 data_read_cb(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
     uint32_t *flags, nghttp2_data_source *src, void *arg)
@@ -429,9 +476,15 @@ data_read_cb(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
 	if (n < 0)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	h->out -= (size_t)n;
-	if (evbuffer_get_length(s->out) == 0 && s->rs == H2R_ENDED)
+	if (evbuffer_get_length(s->out) == 0 && s->rs == H2R_ENDED) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
-	else if (n == 0) {
+		/* Trailers end the stream instead (gRPC's status is there). */
+		if (evbuffer_get_length(s->trailers) > 2) {
+			*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+			if (send_trailers(s) != 0)
+				return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+		}
+	} else if (n == 0) {
 		s->deferred = 1;
 		return NGHTTP2_ERR_DEFERRED;
 	}
@@ -529,6 +582,7 @@ answer_head(struct h2s *s, const struct http_resp_head *rh)
 		n++;
 	}
 	dechunk_init(&s->dc);
+	dechunk_trailers(&s->dc, trailers_add);
 	dp.source.ptr = s;
 	dp.read_callback = data_read_cb;
 	s->rs = H2R_BODY;
@@ -835,6 +889,8 @@ stream_free(struct h2s *s)
 			s->h->out -= evbuffer_get_length(s->out);
 		evbuffer_free(s->out);
 	}
+	if (s->trailers != NULL)
+		evbuffer_free(s->trailers);
 	free(s->path);
 	free(s);
 }

@@ -918,6 +918,8 @@ icpt_free(struct icpt *ic)
 	redactor_free(ic->red);
 	if (ic->red_buf != NULL)
 		evbuffer_free(ic->red_buf);
+	if (ic->red_trailers != NULL)
+		evbuffer_free(ic->red_trailers);
 	http_reqs_free(ic->reqs);
 	http_resps_free(ic->resps);
 	if (ic->held != NULL)

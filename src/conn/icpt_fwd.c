@@ -171,6 +171,8 @@ sign_and_audit(struct icpt *ic, struct icpt_req *q, const char *aud,
 	arec_str(rec, "reason", "intercept-rule");
 	arec_str(rec, "rule", q->rule);
 	arec_str(rec, "rid", q->rid);
+	if (ic->stream_id > 0)
+		arec_int(rec, "stream", ic->stream_id);
 	arec_str(rec, "to", q->to);
 	arec_str(rec, "jti", q->jti);
 	arec_str(rec, "aud", aud);

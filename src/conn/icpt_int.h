@@ -231,6 +231,7 @@ struct icpt {
 	struct evbuffer	*red_buf;	/* what it let go, before framing */
 	enum icpt_red	 red_mode;
 	struct dechunk	 red_dechunk;	/* RED_CHUNKED: its framing */
+	struct evbuffer	*red_trailers;	/* RED_CHUNKED: its trailer section */
 	uint64_t	 red_base;	/* replacements in the head */
 	/* The upstream's host and port (a forward rule's proxy, or c's). */
 	char		 up_host[NAME_BUFSZ + 2];

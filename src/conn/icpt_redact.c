@@ -100,17 +100,23 @@ find_header(const struct http_resp_head *rh, const char *name)
 	return NULL;
 }
 
-/* Whether any Content-Encoding header names a coding but identity. */
+/*
+ * Whether any Content-Encoding header names a coding but identity, or a
+ * grpc-encoding header does (gRPC's messages, compressed one by one).
+ */
 static int
 coded(const struct http_resp_head *rh)
 {
+	const struct http_header *x;
 	size_t i;
 
-	for (i = 0; i < rh->nheaders; i++)
-		if (ascii_eq(rh->headers[i].name, rh->headers[i].name_len,
-		    "content-encoding") && !ascii_eq(rh->headers[i].value,
-		    rh->headers[i].value_len, "identity"))
+	for (i = 0; i < rh->nheaders; i++) {
+		x = &rh->headers[i];
+		if ((ascii_eq(x->name, x->name_len, "content-encoding") ||
+		    ascii_eq(x->name, x->name_len, "grpc-encoding")) &&
+		    !ascii_eq(x->value, x->value_len, "identity"))
 			return 1;
+	}
 	return 0;
 }
 
@@ -168,6 +174,21 @@ redact_head(struct redactor *red, const struct http_resp_head *rh,
 	return evbuffer_add(out, "\r\n", 2);
 }
 
+/*
+ * The trailer section of a chunked answer (an HTTP/2 stream's: gRPC's
+ * status), kept until the body is done: it is redacted as the body is.
+ */
+static int
+keep_trailers(void *arg, const uint8_t *p, size_t n)
+{
+	struct icpt *ic = arg;
+
+	if (ic->red_trailers == NULL &&
+	    (ic->red_trailers = evbuffer_new()) == NULL)
+		return -1;
+	return evbuffer_add(ic->red_trailers, p, n);
+}
+
 int
 icpt_redact_head(struct icpt *ic, struct icpt_req *r,
     const struct http_resp_head *rh)
@@ -214,6 +235,10 @@ icpt_redact_head(struct icpt *ic, struct icpt_req *r,
 		return 0;
 	ic->red_mode = chunked ? RED_CHUNKED : reframe ? RED_LENGTH : RED_CLOSE;
 	dechunk_init(&ic->red_dechunk);
+	dechunk_trailers(&ic->red_dechunk, keep_trailers);
+	if (ic->red_trailers != NULL)
+		evbuffer_drain(ic->red_trailers,
+		    evbuffer_get_length(ic->red_trailers));
 	return 0;
 }
 
@@ -276,6 +301,27 @@ secrets_json(const struct icpt_req *r)
 	return arr;
 }
 
+/* The last chunk, then the trailers (redacted) or the empty line. */
+static int
+end_chunks(struct icpt *ic)
+{
+	struct evbuffer *out = tstream_output(ic->down);
+	size_t n = ic->red_trailers != NULL ?
+	    evbuffer_get_length(ic->red_trailers) : 0;
+	uint8_t *p;
+
+	evbuffer_add(out, "0\r\n", 3);
+	if (n <= 2)		/* none: the empty line alone */
+		return evbuffer_add(out, "\r\n", 2);
+	/* Field lines never hold CR or LF: one stream, as a head is. */
+	if ((p = evbuffer_pullup(ic->red_trailers, (ssize_t)n)) == NULL ||
+	    redactor_feed(ic->red, p, n, emit_cb, ic->red_buf) != 0 ||
+	    redactor_flush(ic->red, emit_cb, ic->red_buf) != 0)
+		return -1;
+	evbuffer_drain(ic->red_trailers, n);
+	return evbuffer_add_buffer(out, ic->red_buf);
+}
+
 int
 icpt_redact_end(struct icpt *ic, struct icpt_req *r)
 {
@@ -289,9 +335,11 @@ icpt_redact_end(struct icpt *ic, struct icpt_req *r)
 			return -1;
 		}
 		send_redacted(ic);
-		if (ic->red_mode != RED_CLOSE)
-			evbuffer_add(tstream_output(ic->down),
-			    "0\r\n\r\n", 5);
+		if (ic->red_mode != RED_CLOSE && end_chunks(ic) != 0) {
+			ic->red_mode = RED_OFF;
+			icpt_end(ic, "redaction-failed");
+			return -1;
+		}
 		ic->red_mode = RED_OFF;
 		/* The count runs from the reset: the head's came first. */
 		r->redacted_body += redactor_count(ic->red) - ic->red_base;

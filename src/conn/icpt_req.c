@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <event2/buffer.h>
@@ -358,6 +359,8 @@ audit_injected(struct icpt *ic, const struct inject *inj)
 	arec_str(rec, "reason", ic->cur.reason);
 	arec_str(rec, "rule", ic->cur.rule);
 	arec_str(rec, "rid", ic->cur.rid);
+	if (ic->stream_id > 0)
+		arec_int(rec, "stream", ic->stream_id);
 	arec_raw(rec, "secrets", arr, alen);
 	if (ic->cur.nmtoks > 0) {
 		if ((alen = icpt_tokens_json(&ic->cur, arr, sizeof(arr))) == 0)
@@ -505,6 +508,9 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 		icpt_end(ic, "out-of-memory");
 		return NULL;
 	}
+	/* An HTTP/2 stream's answer may end with trailers (gRPC's status). */
+	if (ic->h2s != NULL)
+		http_resps_trailers(ic->resps, 1);
 	if (http_resps_expect(ic->resps, h->method) != 0 ||
 	    (ic->cur.close && http_resps_last(ic->resps) != 0)) {
 		/* The parser checked the method and refused CONNECT. */
@@ -521,6 +527,29 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 	icpt_rq_set(ic, RQ_BODY);	/* its body follows it */
 	icpt_scan_start(ic, h);
 	return q;
+}
+
+/* Whether inj sets the header name (lower case) already. */
+static int
+inject_sets(const struct inject *inj, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < inj->nadd; i++)
+		if (strcmp(inj->add[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Whether h is a gRPC call (content-type application/grpc...). */
+static int
+grpc_request(const struct http_head *h)
+{
+	const struct http_header *x = http_head_get(h, "content-type");
+
+	return x != NULL && x->value_len >= 16 &&
+	    strncasecmp(x->value, "application/grpc", 16) == 0 &&
+	    (x->value_len == 16 || x->value[16] == '+' || x->value[16] == ';');
 }
 
 /*
@@ -543,6 +572,15 @@ forward_head(struct icpt *ic, const struct http_head *h,
 	if (icpt_prepare_up(ic, h, rule, inj) != 0 ||
 	    (inj != NULL && icpt_budget_take(ic, inj) != 0))
 		return -1;
+	/*
+	 * A gRPC answer to a credential must be readable too: its messages
+	 * uncompressed (as Accept-Encoding: identity is for HTTP's).
+	 */
+	if (inj != NULL && grpc_request(h) && inj->nadd < INJECT_MAX_ADD &&
+	    !inject_sets(inj, "grpc-accept-encoding")) {
+		inj->add[inj->nadd].name = "grpc-accept-encoding";
+		inj->add[inj->nadd++].value = "identity";
+	}
 	/*
 	 * Written in place at the end of the upstream's queue: no copy.  An
 	 * injected head waits in held until its record is queued (and, with

@@ -365,10 +365,16 @@ on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
 	unsigned st = 0;
 	size_t i;
 
-	if (s == NULL || s->rs != UR_WAIT)
-		return 0;	/* trailers: dropped */
+	if (s == NULL || (s->rs != UR_WAIT && s->rs != UR_BODY))
+		return 0;
 	if ((s->hsize += nlen + vlen + 4) > u->header_limit)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	if (s->rs == UR_BODY) {
+		/* Trailers (gRPC's status): the trailer section of the body. */
+		if (nlen > 0 && name[0] == ':')
+			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+		goto line;
+	}
 	if (nlen == 7 && memcmp(name, ":status", 7) == 0) {
 		for (i = 0; i < vlen && i < 3 && value[i] >= '0' &&
 		    value[i] <= '9'; i++)
@@ -384,6 +390,7 @@ on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
 	if (nlen == 14 && memcmp(name, "content-length", 14) == 0 &&
 	    !s->bodyless)
 		return 0;
+ line:
 	if (evbuffer_add(s->hdr, name, nlen) != 0 ||
 	    evbuffer_add(s->hdr, ": ", 2) != 0 ||
 	    evbuffer_add(s->hdr, value, vlen) != 0 ||
@@ -436,8 +443,15 @@ on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 	}
 	if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) &&
 	    end && s->rs == UR_BODY) {
-		/* XXX trailers are dropped: the last chunk ends it. */
-		evbuffer_add(tstream_input(s->pipe), "0\r\n\r\n", 5);
+		/* The last chunk, and the trailers if any came. */
+		struct evbuffer *in = tstream_input(s->pipe);
+
+		if (evbuffer_add(in, "0\r\n", 3) != 0 ||
+		    evbuffer_add_buffer(in, s->hdr) != 0 ||
+		    evbuffer_add(in, "\r\n", 2) != 0) {
+			ups_fail(s);
+			return 0;
+		}
 		s->rs = UR_ENDED;
 		tstream_pipe_pushed(s->pipe);
 	}

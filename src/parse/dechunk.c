@@ -14,6 +14,13 @@ dechunk_init(struct dechunk *d)
 {
 	d->state = D_SIZE;
 	d->left = 0;
+	d->trailers = NULL;
+}
+
+void
+dechunk_trailers(struct dechunk *d, dechunk_cb cb)
+{
+	d->trailers = cb;
 }
 
 int
@@ -71,6 +78,9 @@ dechunk_feed(struct dechunk *d, const uint8_t *p, size_t n, dechunk_cb cb,
 			d->state = D_SIZE;
 			break;
 		case D_DONE:		/* trailers and the last CRLF */
+			if (d->trailers != NULL && d->trailers(arg, p + i,
+			    n - i) != 0)
+				return -1;
 			i = n;
 			break;
 		}

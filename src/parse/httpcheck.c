@@ -267,6 +267,13 @@ http_guard_scan(struct guard *g, const uint8_t *buf, size_t len,
 
 /* ---- the body guard ----------------------------------------------------- */
 
+/* A byte of a trailer section, counted against its bound. */
+static const char *
+trailer_byte(struct bodyguard *b)
+{
+	return ++b->tbytes > TRAILER_MAX ? "trailer fields too large" : NULL;
+}
+
 /* One byte of chunked framing (not of chunk data): NULL, or why refused. */
 static const char *
 chunk_byte(struct bodyguard *b, uint8_t c)
@@ -274,7 +281,7 @@ chunk_byte(struct bodyguard *b, uint8_t c)
 	int v;
 
 	if (c == '\n' && b->st != B_SIZE_LF && b->st != B_DATA_LF &&
-	    b->st != B_END_LF)
+	    b->st != B_END_LF && b->st != B_TLF)
 		return "bare LF";
 	switch (b->st) {
 	case B_SIZE:
@@ -302,9 +309,34 @@ chunk_byte(struct bodyguard *b, uint8_t c)
 		b->st = B_DATA_LF;
 		return NULL;
 	case B_TRAILER:
-		if (c != '\r')
+		if (c == '\r') {
+			b->st = B_END_LF;
+			return NULL;
+		}
+		if (!b->trailers)
 			return "trailer fields";
-		b->st = B_END_LF;
+		if (!is_tchar(c))
+			return "invalid trailer field";
+		b->st = B_TNAME;
+		return trailer_byte(b);
+	case B_TNAME:
+		if (c == ':')
+			b->st = B_TVALUE;
+		else if (!is_tchar(c))
+			return "invalid trailer field";
+		return trailer_byte(b);
+	case B_TVALUE:
+		if (c == '\r') {
+			b->st = B_TLF;
+			return NULL;
+		}
+		if (!is_vbyte(c))
+			return "invalid trailer field";
+		return trailer_byte(b);
+	case B_TLF:
+		if (c != '\n')
+			return "bare CR";
+		b->st = B_TRAILER;
 		return NULL;
 	case B_SIZE_LF:
 	case B_DATA_LF:
@@ -486,6 +518,7 @@ http_check_framing(struct http_stream *s, unsigned http_minor,
 		return malformed(s);
 
 	memset(&s->bg, 0, sizeof(s->bg));
+	s->bg.trailers = s->trailers_ok;
 	if (no_body)
 		s->bg.st = B_DONE;
 	else if (s->chunked)

@@ -199,6 +199,7 @@ http_stream_reset(struct http_stream *s, size_t header_limit)
 	s->why = NULL;
 	s->dead = NULL;
 	s->alen = 0;
+	s->trailers_ok = 0;
 }
 
 void

@@ -64,15 +64,23 @@ enum bstate {
 	B_DATA,		/* chunk data bytes left */
 	B_DATA_CR,
 	B_DATA_LF,
-	B_TRAILER,	/* after the last chunk: only the empty line */
+	B_TRAILER,	/* after the last chunk: a trailer field, or the empty line */
+	B_TNAME,	/* a trailer field's name (trailers allowed) */
+	B_TVALUE,	/* its value */
+	B_TLF,		/* the LF of its line */
 	B_END_LF,
 };
+
+/* The bytes of a trailer section, when trailers are allowed at all. */
+#define TRAILER_MAX	8192
 
 struct bodyguard {
 	enum bstate	 st;
 	uint64_t	 left;
 	unsigned	 digits;
 	size_t		 ext;
+	int		 trailers;	/* trailer fields are allowed */
+	size_t		 tbytes;
 };
 
 /* Where a stream is between events. */
@@ -105,6 +113,7 @@ struct http_stream {
 	const char	*dead;		/* the reason once P_DEAD */
 	struct guard	 g;
 	struct bodyguard bg;
+	int		 trailers_ok;	/* bodies may end with trailer fields */
 
 	/*
 	 * The current head's bytes: the request-target or the reason phrase,

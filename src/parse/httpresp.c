@@ -299,6 +299,12 @@ http_resps_last(struct http_resps *s)
 	return 0;
 }
 
+void
+http_resps_trailers(struct http_resps *s, int on)
+{
+	s->hs.trailers_ok = on != 0;
+}
+
 size_t
 http_resps_pending(const struct http_resps *s)
 {

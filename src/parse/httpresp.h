@@ -27,7 +27,8 @@
  * Transfer-Encoding other than a list ending in a single chunked, or in
  * HTTP/1.0; Transfer-Encoding or a Content-Length other than 0 in a 1xx or
  * 204; a 101 without Upgrade and "Connection: upgrade"; bad chunk sizes or
- * chunk framing, trailer fields (we never send "TE: trailers"); bytes
+ * chunk framing, trailer fields (we never send "TE: trailers"; see
+ * http_resps_trailers); bytes
  * after a response that closes the connection.
  *
  * A response has no body when it answers HEAD or is 1xx, 204 or 304
@@ -64,6 +65,13 @@ int	http_resps_expect(struct http_resps *s, const char *method);
  */
 int	http_resps_last(struct http_resps *s);
 
+/*
+ * From the next response on, a chunked body may end with trailer fields
+ * (name ": " value lines, TRAILER_MAX bytes in all, field bytes checked
+ * as in a head): they are body bytes, relayed as they came.  For the
+ * upstream of an HTTP/2 stream; off again after http_resps_reset.
+ */
+void	http_resps_trailers(struct http_resps *s, int on);
 /* The requests whose final response has not ended (nor tunnelled). */
 size_t	http_resps_pending(const struct http_resps *s);
 /*

@@ -89,12 +89,14 @@ req() { jq -nc --arg m "$1" --arg p "$2" '{method: $m, path: $p}'; }
 # ---------------------------------------------------------------- the world and sluiced
 
 world_init
-"$top_srcdir/certs/mkpki.sh" "$PKI" $WORLD_CERT_NAMES h2up.test >"$WORK/mkpki.log" 2>&1 ||
+"$top_srcdir/certs/mkpki.sh" "$PKI" $WORLD_CERT_NAMES h2up.test grpc.test >"$WORK/mkpki.log" 2>&1 ||
     setup_fail "certs/mkpki.sh failed (see $WORK/mkpki.log)"
-canary_secrets "$WORK/keys" "$WORK/secrets" tok:allowed.test tok2:h2up.test ||
+canary_secrets "$WORK/keys" "$WORK/secrets" tok:allowed.test tok2:h2up.test \
+    gtok:grpc.test ||
     setup_fail "sealing the canary secret: $(tail -1 "$WORK/seal.log" "$WORK/keygen.log" 2>/dev/null)"
 CANARY_TOK=$(head -1 "$WORK/canary-values")
 CANARY_TOK2=$(sed -n 2p "$WORK/canary-values")
+CANARY_GTOK=$(sed -n 3p "$WORK/canary-values")
 world_up >"$WORK/world.log" 2>&1 || setup_fail "world_up: $(tail -1 "$WORK/world.log")"
 world_start_dns "$WORK" 2>>"$WORK/world.log" || setup_fail "dnsmasq did not start"
 world_start_upstreams "$PKI" "$STATE" "$WORK" 2>>"$WORK/world.log" ||
@@ -113,6 +115,14 @@ done
 [ -n "$(in_ns "$NS_UP" ss -Hltn 'src 198.18.1.17 and sport = :443' 2>/dev/null)" ] ||
     setup_fail "nghttpd did not start: $(tail -2 "$WORK/nghttpd.log")"
 world_dns_host h2up.test 198.18.1.17 2>>"$WORK/world.log" || setup_fail "dnsmasq does not answer h2up.test"
+# grpc.test: a gRPC server (tests/integ/grpcpeer.py), every call logged
+GRPC=$top_srcdir/tests/integ/grpcpeer.py
+world_spawn "$NS_UP" "$WORK/grpc.out" "$PY" "$GRPC" serve 198.18.1.18:443 \
+    --cert "$PKI/grpc.test.pem" --key "$PKI/grpc.test.key" --ready "$WORK/grpc.ready" \
+    --log "$WORK/grpc.log"
+world_wait_file "$WORK/grpc.ready" 100 || setup_fail "the gRPC server did not start: $(tail -3 "$WORK/grpc.out")"
+world_dns_host grpc.test 198.18.1.18 2>>"$WORK/world.log" || setup_fail "dnsmasq does not answer grpc.test"
+touch "$WORK/grpc.log"
 world_load_nft >>"$WORK/world.log" 2>&1 || setup_fail "cannot load contrib/sluice.nft"
 
 mkdir -p "$POLDIR"
@@ -156,6 +166,13 @@ intercept:
       set: {authorization: "Bearer {{secret:tok2}}"}
   - name: h2up-default
     match: {host: h2up.test}
+    action: deny
+  - name: grpc-echo
+    match: {host: grpc.test, methods: [POST], path: "/test.Echo/*"}
+    inject:
+      set: {x-api-key: "{{secret:gtok}}"}
+  - name: grpc-default
+    match: {host: grpc.test}
     action: deny
 EOF
 cat >"$WORK/sluiced.yaml" <<EOF
@@ -373,6 +390,76 @@ up_h2_load() {
 	[ $((after - before)) -le 40 ] || { why="nghttpd sessions $before -> $after"; return 1; }
 }
 check up_h2_load up_h2_load
+
+# ================================================================ gRPC
+
+gout=""
+# gcall METHOD [ARGS...]: grpcpeer.py call from sb to grpc.test (box's CA)
+gcall() {
+	last="grpc $*"
+	# by name: sluice lets grpc.test reach only the address its DNS gave
+	gout=$(timeout 40 ip netns exec "$NS_SB" "$PY" "$GRPC" call grpc.test:443 \
+	    --name grpc.test --ca "$BOX_CA" --method "$@" 2>&1 | tail -1)
+	printf '%s\n' "$gout" >>"$SEEN"
+	out=$gout
+}
+gwant() {
+	local t
+	for t in "$@"; do
+		jq -e "$t" >/dev/null 2>&1 <<<"$gout" ||
+		    { why="$last: not ($t): $(short "$gout")"; return 1; }
+	done
+}
+# the calls grpc.test got for METHOD
+grpc_got() { grep -c "\"method\": \"$1\"" "$WORK/grpc.log"; }
+KEY_SHA=""
+
+grpc_unary() {
+	KEY_SHA=$(printf '%s' "$CANARY_GTOK" | sha256sum | cut -d' ' -f1)
+	gcall /test.Echo/Unary --msg hello
+	gwant '.code == 0' '(.responses[0] | fromjson | .got) == "hello"' \
+	    "(.responses[0] | fromjson | .auth_sha256) == \"$KEY_SHA\"" \
+	    '.trailing["x-trailer"] == "yes"' || return 1
+	! grep -qF "$CANARY_GTOK" <<<"$gout" || { why="the secret reached the sandbox"; return 1; }
+}
+check grpc_unary grpc_unary
+
+grpc_denied() {
+	local before
+	before=$(grpc_got /test.Admin/Delete)
+	gcall /test.Admin/Delete
+	gwant '.code == 7' '.details | test("sluice")' '.details | test("deny-rule")' || return 1
+	[ "$(grpc_got /test.Admin/Delete)" = "$before" ] || { why="the denied call reached the server"; return 1; }
+}
+check grpc_denied grpc_denied
+
+grpc_streams() {
+	gcall /test.Echo/ServerStream --n 50
+	gwant '.code == 0' '.responses | length == 50' '.responses[49] == "m49"' \
+	    '.trailing["x-trailer"] == "yes"' || return 1
+	gcall /test.Echo/ClientStream --msg a --msg b --msg c
+	gwant '.code == 0' '.responses == ["a|b|c"]' '.trailing["x-trailer"] == "yes"' || return 1
+	gcall /test.Echo/Bidi --msg one --msg two --msg three
+	gwant '.code == 0' '.responses == ["ONE", "TWO", "THREE"]' '.trailing["x-trailer"] == "yes"'
+}
+check grpc_streams grpc_streams
+
+grpc_beside() {
+	# a denied call and an allowed one at once, on one channel
+	gcall /test.Echo/Unary --msg first --parallel /test.Admin/Delete
+	gwant '.code == 0' '(.responses[0] | fromjson | .got) == "first"' '.other.code == 7'
+}
+check grpc_beside grpc_beside
+
+grpc_audit() {
+	local off
+	off=$(audit_lines)
+	gcall /test.Echo/Unary --msg audited
+	gwant '.code == 0' || return 1
+	audit_has "$off" 'type=request path=/test.Echo/Unary action=inject host=grpc.test stream=~^[0-9]+$' \
+	    'type=response status=200 stream=~^[0-9]+$'
+}
+check grpc_audit grpc_audit
 
 # ================================================================ floods
 
