@@ -558,14 +558,14 @@ tlsterm_ssl_alpn(SSL *ssl, const unsigned char *wire, size_t len)
 
 /*
  * Selects the connection's most preferred protocol that the client offers
- * (its list from tlsterm_ssl_alpn, else "http/1.1" alone), or fails the
+ * (its list from tlsterm_ssl_alpn, else h2 then http/1.1), or fails the
  * handshake.
  */
 static int
 alpn_select_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen,
     const unsigned char *in, unsigned int inlen, void *arg)
 {
-	const unsigned char *ours = alpn_lists[0];
+	const unsigned char *ours = alpn_lists[1];
 	unsigned char *sel;
 	size_t i;
 

@@ -78,7 +78,7 @@ int	leafcache_rotate_tickets(struct leafcache *lc);
  * ciphers only (the leaves are ECDSA); no compression, no renegotiation,
  * no 0-RTT data (a replayed request could carry an injected credential);
  * ALPN selects the first protocol of the connection's list
- * (tlsterm_ssl_alpn; "http/1.1" alone by default) that the client offers,
+ * (tlsterm_ssl_alpn; "h2" then "http/1.1" by default) that the client offers,
  * and fails the handshake with a no_application_protocol alert when it
  * offers none of them (a client offering no ALPN is served HTTP/1.1 all
  * the same).  There is no

@@ -9,9 +9,9 @@
 # Exit: 0 all passed, 1 something failed, 77 skipped (not root, no ip netns
 # or nft, a tool missing).  Needs root: it creates namespaces.
 #
-# The sandbox "box" (sb) has the policy "h2": its ALPN is [h2, http/1.1]
-# for every intercepted host but denied.test, whose rule says http/1.1
-# alone.  Clients: curl --http2, nghttp, h2load, and tests/integ/h2client.py
+# The sandbox "box" (sb) has the policy "h2": its ALPN is the default,
+# [h2, http/1.1], for every intercepted host but denied.test, whose rule
+# says http/1.1 alone.  Clients: curl --http2, nghttp, h2load, and tests/integ/h2client.py
 # (python3-h2, and raw frames for the floods).  Each check looks at what
 # the client got and at what the upstream (tests/integ/upstream.py) did or
 # did not receive.
@@ -128,9 +128,8 @@ world_load_nft >>"$WORK/world.log" 2>&1 || setup_fail "cannot load contrib/sluic
 mkdir -p "$POLDIR"
 cp "$top_srcdir/policy.d/default.yaml" "$POLDIR/"
 cat >"$POLDIR/h2.yaml" <<EOF
-# h2: box's policy
+# h2: box's policy (alpn: the default, h2 then http/1.1)
 name: h2
-alpn: [h2, http/1.1]
 egress:
   default: deny
 intercept:

@@ -328,6 +328,8 @@ ICPT_TAIL="  - name: allowed-default
 cat >"$POLDIR/icpt.yaml" <<EOF
 # icpt: box's policy
 name: icpt
+# HTTP/1.1 alone: this suite is about HTTP/1.1 (h2.sh: HTTP/2)
+alpn: [http/1.1]
 egress:
   default: deny
   allow:
@@ -346,6 +348,8 @@ EOF
 cat >"$POLDIR/icpt-deny.yaml" <<EOF
 # icpt-deny: box's policy after the first live swap
 name: icpt-deny
+# HTTP/1.1 alone: this suite is about HTTP/1.1 (h2.sh: HTTP/2)
+alpn: [http/1.1]
 egress:
   default: deny
   allow:
@@ -375,6 +379,8 @@ EOF
 cat >"$POLDIR/fixed.yaml" <<EOF
 # fixed: the static sandbox (sb2) reads /pub of allowed.test
 name: fixed
+# HTTP/1.1 alone: this suite is about HTTP/1.1 (h2.sh: HTTP/2)
+alpn: [http/1.1]
 egress:
   default: deny
 intercept:
@@ -467,7 +473,8 @@ tls_v13() {
 	grep -q 'SSL connection using TLSv1.3' <<<"$cerr" ||
 	    { why="not TLS 1.3: $(grep 'SSL connection' <<<"$cerr")"; return 1; }
 }
-# curl offers h2 and http/1.1: sluice takes http/1.1
+# curl offers h2 and http/1.1: the policy offers http/1.1 alone, sluice
+# takes it (by default it would take h2: h2.sh)
 tls_alpn() {
 	hc -v https://allowed.test/pub/alpn
 	hello_ok allowed-tls || return 1
@@ -1341,7 +1348,8 @@ check live_unintercept live_unintercept
 check live_passthrough live_passthrough
 
 # ================================================================ hostile handshakes
-# ClientHellos sluice must refuse: only h2 offered, only TLS 1.1, no SNI.
+# ClientHellos sluice must refuse: only h2 offered where the policy says
+# http/1.1 alone, only TLS 1.1, no SNI.
 # The handshake fails, sluice lives on and serves the next client.  (Last
 # but for daemon_*, so a crash here costs no other check.)
 

@@ -676,7 +676,7 @@ test_alpn(void **state)
 	assert_null(d.alpn);
 	policy_free(p);
 
-	/* None set: nothing, and the TLS layer offers http/1.1 alone. */
+	/* None set: nothing, and the TLS layer offers h2, then http/1.1. */
 	p = parse_ok(RULE("    match: {host: a.example}\n    action: pass\n"));
 	assert_int_equal(p->alpn.len, 0);
 	policy_check_name(p, "a.example", &a, 443, &d);
