@@ -68,6 +68,70 @@ t_whole_and_bytewise(void **state)
 	}
 }
 
+/* Both sinks of a feed that hands on its trailer section. */
+struct two {
+	struct sink	 data, trailers;
+};
+
+static int
+two_data(void *arg, const uint8_t *p, size_t n)
+{
+	return sink_cb(&((struct two *)arg)->data, p, n);
+}
+
+static int
+two_trailers(void *arg, const uint8_t *p, size_t n)
+{
+	return sink_cb(&((struct two *)arg)->trailers, p, n);
+}
+
+/* dechunk_trailers: the bytes after the last chunk, as they came. */
+static void
+t_trailers_handed_on(void **state)
+{
+	static const char in[] = "5\r\nhello\r\n0\r\ngrpc-status: 0\r\n"
+	    "x-b: y\r\n\r\n";
+	static const char want[] = "grpc-status: 0\r\nx-b: y\r\n\r\n";
+	size_t steps[] = { 0, 1, 3 }, i, at, n, len = sizeof(in) - 1;
+	struct dechunk d;
+
+	(void)state;
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		struct two t = { .data.stop_at = 0 };
+
+		dechunk_init(&d);
+		dechunk_trailers(&d, two_trailers);
+		for (at = 0; at < len; at += n) {
+			n = steps[i] == 0 || len - at < steps[i] ? len - at :
+			    steps[i];
+			assert_int_equal(dechunk_feed(&d, (const uint8_t *)in + at,
+			    n, two_data, &t), 0);
+		}
+		assert_int_equal(t.data.len, 5);
+		assert_memory_equal(t.data.buf, "hello", 5);
+		assert_int_equal(t.trailers.len, sizeof(want) - 1);
+		assert_memory_equal(t.trailers.buf, want, sizeof(want) - 1);
+	}
+	/* A trailer sink that says -1 stops the feed. */
+	{
+		struct two t = { .trailers.stop_at = 1 };
+
+		dechunk_init(&d);
+		dechunk_trailers(&d, two_trailers);
+		assert_int_equal(dechunk_feed(&d, (const uint8_t *)in, len,
+		    two_data, &t), -1);
+	}
+	/* dechunk_init forgets it: the section is skipped again. */
+	{
+		struct two t = { .data.stop_at = 0 };
+
+		dechunk_init(&d);
+		assert_int_equal(dechunk_feed(&d, (const uint8_t *)in, len,
+		    two_data, &t), 0);
+		assert_int_equal(t.trailers.calls, 0);
+	}
+}
+
 static void
 t_not_done(void **state)
 {
@@ -117,6 +181,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_whole_and_bytewise),
+		cmocka_unit_test(t_trailers_handed_on),
 		cmocka_unit_test(t_not_done),
 		cmocka_unit_test(t_bad_framing),
 		cmocka_unit_test(t_callback_stops),

@@ -165,6 +165,10 @@ finish(struct http_resps *s, struct trace *t, size_t len)
 	fail_msg("finish does not settle");
 }
 
+/* run_cuts' streams take trailer fields (http_resps_trailers). */
+static int trailers_on;
+#define TRAILERS_BIG	9000	/* past TRAILER_MAX (8192) */
+
 /*
  * Feeds buf, with the given methods expected, cut at the given positions
  * (sorted, each < len); then finishes if fin.
@@ -180,6 +184,8 @@ run_cuts(const char *const *methods, const void *buf, size_t len,
 
 	memset(t, 0, sizeof(*t));
 	assert_non_null(s = http_resps_new(limit));
+	if (trailers_on)
+		http_resps_trailers(s, 1);
 	for (i = 0; methods != NULL && methods[i] != NULL; i++)
 		assert_int_equal(http_resps_expect(s, methods[i]), 0);
 	for (i = 0; i <= ncuts && !done; i++) {
@@ -377,6 +383,74 @@ t_transfer_coded(void **state)
 		assert_int_equal(h->transfer_coded, coded[i]);
 		http_resps_free(s);
 	}
+}
+
+/* Trailer fields, allowed: relayed as body bytes, bounded, checked. */
+static void
+t_trailers(void **state)
+{
+	static const char r[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked"
+	    "\r\nContent-Type: application/grpc\r\n\r\n"
+	    "5\r\nhello\r\n0\r\ngrpc-status: 0\r\ngrpc-message: \tall good \r\n"
+	    "\r\nHTTP/1.1 204 No Content\r\n\r\n";
+	static const char want[] = "0\r\ngrpc-status: 0\r\n"
+	    "grpc-message: \tall good \r\n\r\n";
+	static const char *const GET2[] = { "GET", "GET", NULL };
+#define TR(x) "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" x, \
+	sizeof("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" x) - 1
+	static const struct {
+		const char *resp;
+		size_t len;
+		const char *why;
+	} bad[] = {
+	    { TR("0\r\nX(T): 1\r\n\r\n"), "invalid trailer field" },
+	    { TR("0\r\n: 1\r\n\r\n"), "invalid trailer field" },
+	    { TR("0\r\nX-T: 1\r\n folded\r\n\r\n"), "invalid trailer field" },
+	    { TR("0\r\nX-T: 1\n\r\n"), "bare LF" },
+	    { TR("0\r\nX-T: 1\rX\r\n\r\n"), "bare CR" },
+	    { TR("0\r\nX-T: a\x01\r\n\r\n"), "invalid trailer field" },
+	    { TR("0\r\nX-T: a\0b\r\n\r\n"), "invalid trailer field" },
+	};
+#undef TR
+	char big[TRAILERS_BIG];
+	struct trace t;
+	size_t i, n;
+
+	(void)state;
+	trailers_on = 1;
+	run_whole(GET2, S(r), 0, &t);
+	assert_null(t.reason);
+	assert_int_equal(t.n, 4);
+	assert_int_equal(t.ev[1], HTTP_RESP_END);
+	/* The first answer ends after its trailers' empty line. */
+	assert_int_equal(t.off[1], strstr(r, "\r\n\r\nHTTP") - r + 4);
+	assert_int_equal(t.status[2], 204);
+	assert_non_null(memmem(t.out, t.out_len, want, sizeof(want) - 1));
+	assert_split_invariant(GET2, S(r), 0, &t);
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		run_whole(GET1, bad[i].resp, bad[i].len, 0, &t);
+		if (t.reason == NULL || strcmp(t.reason, bad[i].why) != 0)
+			fail_msg("case %zu: %s, want %s", i, t.reason ?
+			    t.reason : "accepted", bad[i].why);
+	}
+	/* More than TRAILER_MAX bytes of them. */
+	n = (size_t)snprintf(big, sizeof(big), "HTTP/1.1 200 OK\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n0\r\n");
+	while (n + 40 < sizeof(big) - 3)
+		n += (size_t)snprintf(big + n, sizeof(big) - n,
+		    "x-pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+	memcpy(big + n, "\r\n", 2);
+	n += 2;
+	run_whole(GET1, big, n, 0, &t);
+	assert_non_null(t.reason);
+	assert_string_equal(t.reason, "trailer fields too large");
+	trailers_on = 0;
+
+	/* Not asked for: refused, as before. */
+	run_whole(GET2, S(r), 0, &t);
+	assert_non_null(t.reason);
+	assert_string_equal(t.reason, "trailer fields");
 }
 
 static void
@@ -1110,6 +1184,7 @@ main(void)
 		cmocka_unit_test(t_chunked),
 		cmocka_unit_test(t_transfer_coded),
 		cmocka_unit_test(t_close_delimited),
+		cmocka_unit_test(t_trailers),
 		cmocka_unit_test(t_head_request),
 		cmocka_unit_test(t_no_body_status),
 		cmocka_unit_test(t_continue),

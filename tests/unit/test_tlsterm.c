@@ -54,6 +54,8 @@ struct conn {
 	unsigned		 alpn_len;
 	SSL_SESSION		*sess;		/* to resume; NULL: none */
 	const char		*verify_host;	/* NULL: the SNI host */
+	const unsigned char	*offer;		/* tlsterm_ssl_alpn; NULL: the default */
+	size_t			 offer_len;
 	/* results */
 	SSL		*c, *s;
 	int		 c_state, s_state;	/* 1 done, -1 failed, 0 stuck */
@@ -171,6 +173,9 @@ conn_open(struct conn *cn, SSL_CTX *sctx, struct sandbox *sb,
 
 	assert_int_equal(tlsterm_ssl_new(sctx, sb->lc, host, mint_cb, &sb->m,
 	    ca_cert(sb->ca), &cn->s), 0);
+	if (cn->offer != NULL)
+		assert_int_equal(tlsterm_ssl_alpn(cn->s, cn->offer,
+		    cn->offer_len), 0);
 	assert_non_null(cn->c = SSL_new(cn->cctx));
 	assert_int_equal(SSL_set_tlsext_host_name(cn->c, host), 1);
 	assert_int_equal(SSL_set1_host(cn->c, cn->verify_host != NULL ?
@@ -319,8 +324,8 @@ test_handshake_verifies(void **state)
 	assert_int_equal(sk_X509_num(SSL_get_peer_cert_chain(cn.c)), 2);
 
 	SSL_get0_alpn_selected(cn.c, &sel, &sel_len);
-	assert_int_equal(sel_len, 8);
-	assert_memory_equal(sel, "http/1.1", 8);
+	assert_int_equal(sel_len, 2);
+	assert_memory_equal(sel, "h2", 2);	/* the default prefers it */
 	conn_close(&cn);
 
 	/* The leaf names HOST only: a client expecting another name fails. */
@@ -353,24 +358,32 @@ test_other_sandbox_ca_fails(void **state)
 	SSL_CTX_free(cn.cctx);
 }
 
-/* One connection offering alpn (NULL: none): http/1.1 or the alert. */
+/*
+ * One connection offering alpn (NULL: none) to a server offering offer
+ * (NULL: the default, h2 then http/1.1): want (NULL: none) selected, or
+ * with want_ok 0 the no_application_protocol alert.
+ */
 static void
 alpn_case(struct fixture *fx, SSL_CTX *cctx, const unsigned char *alpn,
-    unsigned alpn_len, int want_ok)
+    unsigned alpn_len, const char *offer, const char *want, int want_ok)
 {
 	struct conn cn = { .cctx = cctx, .alpn = alpn, .alpn_len = alpn_len };
 	const unsigned char *sel = NULL;
 	unsigned sel_len = 0;
 
+	if (offer != NULL) {
+		cn.offer = (const unsigned char *)offer;
+		cn.offer_len = strlen(offer);
+	}
 	conn_open(&cn, fx->sctx, &fx->a, HOST);
 	if (want_ok) {
 		assert_conn_ok(&cn);
 		SSL_get0_alpn_selected(cn.c, &sel, &sel_len);
-		if (alpn == NULL) {
+		if (want == NULL) {
 			assert_int_equal(sel_len, 0);
 		} else {
-			assert_int_equal(sel_len, 8);
-			assert_memory_equal(sel, "http/1.1", 8);
+			assert_int_equal(sel_len, strlen(want));
+			assert_memory_equal(sel, want, sel_len);
 		}
 	} else {
 		assert_int_equal(cn.s_state, -1);
@@ -387,18 +400,44 @@ test_alpn(void **state)
 {
 	struct fixture *fx = *state;
 	static const int versions[] = { TLS1_2_VERSION, TLS1_3_VERSION };
+	static const char H11[] = "\x08http/1.1", H2[] = "\x02h2",
+	    H11_H2[] = "\x08http/1.1\x02h2";
 	SSL_CTX *cctx;
 	size_t i;
+	SSL *ssl;
 
 	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
 		cctx = client_ctx(ca_cert(fx->a.ca), NULL, versions[i],
 		    versions[i]);
-		alpn_case(fx, cctx, ALPN_H11, sizeof(ALPN_H11) - 1, 1);
-		alpn_case(fx, cctx, ALPN_BOTH, sizeof(ALPN_BOTH) - 1, 1);
-		alpn_case(fx, cctx, NULL, 0, 1);
-		alpn_case(fx, cctx, ALPN_H2, sizeof(ALPN_H2) - 1, 0);
+		/* The default: h2, then http/1.1. */
+		alpn_case(fx, cctx, ALPN_H11, sizeof(ALPN_H11) - 1, NULL,
+		    "http/1.1", 1);
+		alpn_case(fx, cctx, ALPN_BOTH, sizeof(ALPN_BOTH) - 1, NULL,
+		    "h2", 1);
+		alpn_case(fx, cctx, ALPN_H2, sizeof(ALPN_H2) - 1, NULL, "h2", 1);
+		alpn_case(fx, cctx, NULL, 0, NULL, NULL, 1);
+		/* http/1.1 alone: an h2-only client fails the handshake. */
+		alpn_case(fx, cctx, ALPN_BOTH, sizeof(ALPN_BOTH) - 1, H11,
+		    "http/1.1", 1);
+		alpn_case(fx, cctx, ALPN_H2, sizeof(ALPN_H2) - 1, H11, NULL, 0);
+		alpn_case(fx, cctx, NULL, 0, H11, NULL, 1);
+		/* The server's order decides. */
+		alpn_case(fx, cctx, ALPN_BOTH, sizeof(ALPN_BOTH) - 1, H11_H2,
+		    "http/1.1", 1);
+		/* h2 alone: an http/1.1-only client fails. */
+		alpn_case(fx, cctx, ALPN_H11, sizeof(ALPN_H11) - 1, H2, NULL, 0);
+		alpn_case(fx, cctx, ALPN_BOTH, sizeof(ALPN_BOTH) - 1, H2, "h2",
+		    1);
 		SSL_CTX_free(cctx);
 	}
+	/* Lists other than the four are refused. */
+	assert_int_equal(tlsterm_ssl_new(fx->sctx, fx->a.lc, HOST, mint_cb,
+	    &fx->a.m, ca_cert(fx->a.ca), &ssl), 0);
+	assert_int_equal(tlsterm_ssl_alpn(ssl, (const unsigned char *)
+	    "\x06spdy/3", 7), SL_ERR_INVALID);
+	assert_int_equal(tlsterm_ssl_alpn(ssl, (const unsigned char *)
+	    "\x02h2\x02h2", 6), SL_ERR_INVALID);
+	SSL_free(ssl);
 }
 
 static void
