@@ -228,6 +228,25 @@ stream_consume(struct h2s *s)
 	nghttp2_session_consume(s->h->ng, s->id, n);
 }
 
+/*
+ * No one will read the DATA a stream still holds (its icpt ended, or the
+ * stream did): its window is given back all the same, or the connection's
+ * would shrink for good.  DATA that comes later is given back as it comes.
+ */
+static void
+stream_giveback(struct h2s *s)
+{
+	size_t n = s->unconsumed;
+
+	if (n == 0)
+		return;
+	s->unconsumed = 0;
+	if (s->closed)
+		nghttp2_session_consume_connection(s->h->ng, n);
+	else
+		nghttp2_session_consume(s->h->ng, s->id, n);
+}
+
 /* Resets a stream we can no longer answer (unless it is over). */
 static void
 stream_reset(struct h2s *s, uint32_t code)
@@ -925,6 +944,8 @@ streams_step(struct h2 *h)
 		}
 		if (s->ic_over && s->rs < H2R_ENDED)
 			stream_reset(s, NGHTTP2_INTERNAL_ERROR);	/* cut short */
+		if (s->ic_over || s->closed)
+			stream_giveback(s);
 		if (!s->closed || (s->ic != NULL && !s->ic_over)) {
 			pp = &s->next;
 			continue;
@@ -978,6 +999,11 @@ h2_step(struct h2 *h)
 				return;
 			}
 			evbuffer_drain(in, evbuffer_get_length(in));
+			if (nghttp2_is_fatal((int)n) && h->abuse == NULL) {
+				/* The session is unusable: what is queued goes. */
+				icpt_finish(ic);
+				return;
+			}
 			break;
 		}
 		ic->from_sandbox += (size_t)n;

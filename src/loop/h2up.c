@@ -557,6 +557,11 @@ streams_step(struct h2up *u)
 			nghttp2_submit_rst_stream(u->ng, NGHTTP2_FLAG_NONE,
 			    s->id, NGHTTP2_CANCEL);
 		}
+		if (s->pipe == NULL && s->unconsumed > 0) {
+			/* No one reads what it held: the connection's window. */
+			nghttp2_session_consume_connection(u->ng, s->unconsumed);
+			s->unconsumed = 0;
+		}
 		if (s->pipe != NULL || (!s->closed && s->id > 0)) {
 			pp = &s->next;
 			continue;

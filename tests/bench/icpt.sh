@@ -26,6 +26,12 @@
 #        ICPT_FOREIGN_MAX (10): a rate run in which other jobs took more
 #                          than that % of either core is run once more
 #        ICPT_KEEP (unset): copy the work directory there at the end
+#        ICPT_H2 (unset): 1 measures HTTP/2 instead: h2load (nghttp2-client)
+#                          for ICPT_SECONDS over ICPT_H2_CONNS (8)
+#                          connections with 1, then 100 concurrent streams
+#                          each, through sluice (h2 by default) and nginx
+#                          (listen ... http2); the upstream stays HTTP/1.1
+#                          for both
 #        ICPT_AUDIT_FSYNC (batch), ICPT_AUDIT_DIR (the work directory, a
 #                          tmpfs): sluiced's audit.fsync and where its trail
 #                          goes (a directory on disk to measure the disk)
@@ -225,7 +231,7 @@ http {
 		keepalive_requests 1000000;
 	}
 	server {
-		listen 15003 ssl reuseport backlog=4096;
+		listen 15003 ssl $([ -n "${ICPT_H2:-}" ] && echo http2) reuseport backlog=4096;
 		ssl_certificate $pki/allowed.test.chain.pem;
 		ssl_certificate_key $pki/allowed.test.key;
 		ssl_protocols TLSv1.2 TLSv1.3;
@@ -389,8 +395,34 @@ check() {	# NAME: one request answers 200 and shows the header set
 	R[$1,hdr]=${h#x-bench=}
 	[ -n "${R[$1,hdr]}" ] || R[$1,hdr]=-
 }
+# run_h2 NAME KEY STREAMS: h2load for secs over ICPT_H2_CONNS connections of
+# STREAMS concurrent streams each; fills R[NAME,KEY.*] (rps, reqs, cpu_us)
+run_h2() {
+	local name=$1 key=$2 m=$3 out t0 t1 hz p0 p1
+	hz=$(getconf CLK_TCK)
+	t0=$(cpu_ticks $PIDS) p0=$(core_busy "$PCPU")
+	out=$(sb h2load -D "$secs" -c "${ICPT_H2_CONNS:-8}" -m "$m" "$url/small" 2>&1)
+	t1=$(cpu_ticks $PIDS) p1=$(core_busy "$PCPU")
+	R[$name,$key.reqs]=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' <<<"$out")
+	R[$name,$key.rps]=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out" | awk '{printf "%.0f", $1}')
+	R[$name,$key.proto]=$(sed -n 's/^Application protocol: //p' <<<"$out")
+	R[$name,$key.errors]=$(sed -n 's/^requests: .* \([0-9]*\) errored.*/\1/p' <<<"$out")
+	R[$name,$key.cpu_us]=$(awk -v a="$t0" -v b="$t1" -v n="${R[$name,$key.reqs]:-0}" -v hz="$hz" \
+	    'BEGIN { if (n + 0 == 0) print "-"; else printf "%.1f", (b - a) / hz * 1e6 / n }')
+	R[$name,$key.pbusy]=$(pct "$p0" "$p1")
+	note "$name $key: ${R[$name,$key.rps]} req/s (${R[$name,$key.proto]}), ${R[$name,$key.reqs]} ok, ${R[$name,$key.errors]} errored, proxy cpu ${R[$name,$key.cpu_us]} us/req, core$PCPU ${R[$name,$key.pbusy]}% busy"
+}
 measure() {	# NAME
 	local l0
+	if [ -n "${ICPT_H2:-}" ]; then
+		check "$1" || return 1
+		quiet
+		R[$1,quiet]=$QUIET
+		run_h2 "$1" m1 1
+		quiet
+		run_h2 "$1" m100 100
+		return
+	fi
 	check "$1" || return 1
 	quiet
 	R[$1,quiet]=$QUIET
@@ -503,6 +535,27 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "-" ||
 v() { local x=${R[$1]:-}; echo "${x:--}"; }
 ref=nginx
 case " $peers " in *" nginx "*) ;; *) ref=direct ;; esac
+if [ -n "${ICPT_H2:-}" ]; then
+	{
+	printf '\n=== sluice HTTP/2 interception benchmark (%s) ===\n' "$(date -u +%FT%TZ)"
+	printf 'h2load -D %s -c %s, GET /small, upstream HTTP/1.1 (nginx); proxies on cpu %s, client on cpu %s\n' \
+	    "$secs" "${ICPT_H2_CONNS:-8}" "$PCPU" "$CCPU"
+	printf '%-13s | %8s %5s %7s %5s | %8s %5s %7s %5s | %s\n' peer "m1 req/s" "/$ref" "us/req" "/$ref" \
+	    "m100 r/s" "/$ref" "us/req" "/$ref" "protocol, errors"
+	for p in $peers; do
+		printf '%-13s | %8s %5s %7s %5s | %8s %5s %7s %5s | %s %s/%s\n' "$p" \
+		    "$(v "$p,m1.rps")" "$(ratio "$(v "$p,m1.rps")" "$(v "$ref,m1.rps")")" \
+		    "$(v "$p,m1.cpu_us")" "$(ratio "$(v "$p,m1.cpu_us")" "$(v "$ref,m1.cpu_us")")" \
+		    "$(v "$p,m100.rps")" "$(ratio "$(v "$p,m100.rps")" "$(v "$ref,m100.rps")")" \
+		    "$(v "$p,m100.cpu_us")" "$(ratio "$(v "$p,m100.cpu_us")" "$(v "$ref,m100.cpu_us")")" \
+		    "$(v "$p,m1.proto")" "$(v "$p,m1.errors")" "$(v "$p,m100.errors")"
+	done
+	printf 'header seen upstream (X-Bench):'
+	for p in $peers; do printf ' %s=%s' "$p" "$(v "$p,hdr")"; done
+	printf '\n'
+	} | tee "$tmp/results.txt"
+	exit 0
+fi
 {
 printf '\n=== sluice interception benchmark (%s) ===\n' "$(date -u +%FT%TZ)"
 printf 'proxies pinned to cpu %s, one worker each; client+upstream+dns pinned to cpu %s\n' "$PCPU" "$CCPU"
