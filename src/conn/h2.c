@@ -116,6 +116,8 @@ struct h2s {
 	struct dechunk	 dc;
 	struct evbuffer	*out;		/* body bytes for nghttp2 */
 	struct evbuffer	*trailers;	/* its trailer section, as it came */
+	struct evbuffer	*gather;	/* chunked: DATA not yet framed */
+	uint64_t	 born;		/* mono ms of its first HEADERS */
 };
 
 struct h2 {
@@ -133,6 +135,7 @@ struct h2 {
 };
 
 static void	stream_free(struct h2s *s);
+static void	stream_gathered(struct h2s *s);
 
 /* ---- abuse ---------------------------------------------------------- */
 
@@ -393,6 +396,7 @@ stream_start(struct h2s *s, int end)
 	    NULL || http_resps_expect(s->resps, expect) != 0 ||
 	    http_resps_last(s->resps) != 0 ||
 	    (s->trailers = evbuffer_new()) == NULL ||
+	    (s->gather = evbuffer_new()) == NULL ||
 	    evbuffer_add_cb(in, pipe_in_cb, s) == NULL) {
 		tstream_free(s->pipe);
 		s->pipe = NULL;
@@ -417,8 +421,10 @@ stream_req_end(struct h2s *s)
 	if (s->rq != H2Q_BODY)
 		return;
 	s->rq = H2Q_ENDED;
-	if (s->chunked)
+	if (s->chunked) {
+		stream_gathered(s);
 		evbuffer_add(tstream_input(s->pipe), "0\r\n\r\n", 5);
+	}
 	tstream_pipe_pushed(s->pipe);
 }
 
@@ -560,7 +566,11 @@ answer_grpc(struct h2s *s)
 	return nghttp2_submit_response(s->h->ng, s->id, nv, 4, NULL);
 }
 
-/* The answer's head: HEADERS, its names in lower case, hop-by-hop gone. */
+/*
+ * The answer's head: HEADERS, its names in lower case, hop-by-hop gone.
+ * An interim one (1xx: 100 Continue, 103) goes as HEADERS of its own
+ * before the final one.
+ */
 static int
 answer_head(struct h2s *s, const struct http_resp_head *rh)
 {
@@ -568,9 +578,9 @@ answer_head(struct h2s *s, const struct http_resp_head *rh)
 	nghttp2_data_provider dp;
 	char status[4], *names = NULL, *p;
 	size_t i, n = 0, total = 0;
-	int r;
+	int interim = rh->informational, r;
 
-	if (s->ic->own_answer != 0 && s->grpc)
+	if (s->ic->own_answer != 0 && s->grpc && !interim)
 		return answer_grpc(s);
 	for (i = 0; i < rh->nheaders; i++)
 		total += rh->headers[i].name_len + 1;
@@ -599,6 +609,12 @@ answer_head(struct h2s *s, const struct http_resp_head *rh)
 		nv[n].flags = NGHTTP2_NV_FLAG_NONE;
 		p += x->name_len;
 		n++;
+	}
+	if (interim) {
+		r = nghttp2_submit_headers(s->h->ng, NGHTTP2_FLAG_NONE, s->id,
+		    NULL, nv, n, NULL);
+		free(names);
+		return r < 0 ? r : 0;
 	}
 	dechunk_init(&s->dc);
 	dechunk_trailers(&s->dc, trailers_add);
@@ -663,8 +679,7 @@ answer_pump(struct h2s *s)
 		data = evbuffer_pullup(from, (ssize_t)len);
 		ev = http_resps_feed(s->resps, data, len, &used, &rh, NULL);
 		if (ev == HTTP_RESP_INVALID || ev == HTTP_RESP_TUNNEL ||
-		    (ev == HTTP_RESP_HEAD && !rh->informational &&
-		    answer_head(s, rh) != 0) ||
+		    (ev == HTTP_RESP_HEAD && answer_head(s, rh) != 0) ||
 		    ((ev == HTTP_RESP_NEED_MORE || ev == HTTP_RESP_END) &&
 		    answer_body(s, data, used) != 0)) {
 			stream_reset(s, NGHTTP2_INTERNAL_ERROR);
@@ -707,9 +722,11 @@ on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 	}
 	s->h = h;
 	s->id = f->hd.stream_id;
+	s->born = mono_ms();
 	s->next = h->live;
 	h->live = s;
-	h->nlive++;
+	if (h->nlive++ == 0)
+		conn_arm_timer(h->ic->c, 1000);	/* h2_timer watches the streams */
 	nghttp2_session_set_stream_user_data(ng, s->id, s);
 	return 0;
 }
@@ -784,14 +801,32 @@ on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id,
 		nghttp2_session_consume(ng, id, len);
 		return 0;
 	}
-	in = tstream_input(s->pipe);
 	s->unconsumed += len;
-	if ((s->chunked && evbuffer_add_printf(in, "%zx\r\n", len) < 0) ||
-	    evbuffer_add(in, data, len) != 0 ||
-	    (s->chunked && evbuffer_add(in, "\r\n", 2) != 0))
+	/*
+	 * Chunked: gathered, and framed as one chunk per step, so frames of
+	 * a byte each cost the pipe no more than their bytes.
+	 */
+	in = s->chunked ? s->gather : tstream_input(s->pipe);
+	if (evbuffer_add(in, data, len) != 0)
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
-	tstream_pipe_pushed(s->pipe);
+	if (!s->chunked)
+		tstream_pipe_pushed(s->pipe);
 	return 0;
+}
+
+/* The DATA gathered since the last step, as one chunk into the pipe. */
+static void
+stream_gathered(struct h2s *s)
+{
+	struct evbuffer *in = tstream_input(s->pipe);
+	size_t n = evbuffer_get_length(s->gather);
+
+	if (n == 0)
+		return;
+	evbuffer_add_printf(in, "%zx\r\n", n);
+	evbuffer_add_buffer(in, s->gather);
+	evbuffer_add(in, "\r\n", 2);
+	tstream_pipe_pushed(s->pipe);
 }
 
 static int
@@ -910,6 +945,8 @@ stream_free(struct h2s *s)
 	}
 	if (s->trailers != NULL)
 		evbuffer_free(s->trailers);
+	if (s->gather != NULL)
+		evbuffer_free(s->gather);
 	free(s->path);
 	free(s);
 }
@@ -938,6 +975,8 @@ streams_step(struct h2 *h)
 	}
 
 	while ((s = *pp) != NULL) {
+		if (s->gather != NULL && s->pipe != NULL)
+			stream_gathered(s);
 		if (s->ic != NULL && !s->ic_over) {
 			stream_consume(s);
 			answer_pump(s);
@@ -1041,9 +1080,16 @@ h2_timer(struct h2 *h, uint64_t now)
 	struct conn *c = h->ic->c;
 	struct h2s *s;
 
-	for (s = h->live; s != NULL; s = s->next)
+	for (s = h->live; s != NULL; s = s->next) {
 		if (s->ic != NULL && !s->ic_over)
 			icpt_timer_ic(s->ic, now);
+		else if (s->ic == NULL && !s->closed && (s->rq == H2Q_HEAD ?
+		    now - s->born >= c->l->cfg->timeouts.handshake :
+		    now - s->born >= c->l->cfg->timeouts.idle))
+			/* A head never finished, or a wait for a start too long. */
+			stream_reset(s, s->rq == H2Q_HEAD ? NGHTTP2_CANCEL :
+			    NGHTTP2_REFUSED_STREAM);
+	}
 	if (h->nlive == 0 && now - c->last_active >= c->l->cfg->timeouts.idle)
 		nghttp2_session_terminate_session(h->ng, NGHTTP2_NO_ERROR);
 	conn_arm_timer(c, h->nlive > 0 ? 1000 : conn_next_wake(c, now));

@@ -312,8 +312,8 @@ fwd_claims_dropped() {
 	    '.claims.htu == "https://allowed.test/fwd/claims"' "${t[@]}" \
 	    '[.headers[] | select(.[0] | ascii_downcase | test("^(x-forwarded-|x-envoy-|sluice-)|^(forwarded|x-original-url|x-rewrite-url|x-real-ip|x-client-ip|true-client-ip|x-http-method-override|x-http-method|x-method-override)$"))] | map(.[0] | ascii_downcase) | sort == ["forwarded", "sluice-identity"]' \
 	    '.forwarded == ["host=\"allowed.test\";proto=https"]' '.identities == 1' \
-	    '[.headers[] | select(.[0] == "X-Ordinary")] == [["X-Ordinary", "kept"]]' \
-	    '[.headers[] | select(.[0] == "X-Forwardedfor" or .[0] == "Sluicex") | .[1]] == ["near-miss", "near-miss"]'
+	    '[.headers[] | select(.[0] | ascii_downcase == "x-ordinary")] | map(.[1]) == ["kept"]' \
+	    '[.headers[] | select(.[0] | ascii_downcase | . == "x-forwardedfor" or . == "sluicex") | .[1]] == ["near-miss", "near-miss"]'
 }
 # a proxy that echoes the token: the sandbox gets it redacted
 fwd_reflect() {
@@ -335,7 +335,7 @@ fwd_body_hash() {
 	hc -v -H 'Expect: 100-continue' --expect100-timeout 30 -X PUT --data-binary 'a body to be hashed' \
 	    https://allowed.test/hash/item
 	[ "$cst" = 200 ] || { why="with Expect: status $cst: $(short "$out")"; return 1; }
-	grep -q '^< HTTP/1.1 100 Continue' "$WORK/c.e" || { why="no 100 Continue"; return 1; }
+	grep -qE '^< HTTP/(1.1 100 Continue|2 100)' "$WORK/c.e" || { why="no 100 Continue"; return 1; }
 	bwant ".claims.body_sha256 == \"$want\""
 }
 fwd_default_audience() {

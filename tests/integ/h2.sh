@@ -30,6 +30,8 @@
 #             PRIORITY and empty DATA floods, a CONTINUATION flood, an HPACK
 #             bomb: GOAWAY ENHANCE_YOUR_CALM and an h2_abuse record; the
 #             next connection is served
+#   slow_head a header block never finished: the stream is reset
+#   tiny_data DATA a byte a frame: the upload arrives whole
 #   window    a client that never opens its window: the session holds a
 #             bounded amount, and others are served meanwhile
 #   daemon_*  sluiced is the same process throughout, and ends well
@@ -39,9 +41,15 @@
 . "$(dirname "$0")/check.sh"
 
 check_needs curl nghttp h2load nghttpd openssl dnsmasq ss timeout jq
-"$PY" -c 'import h2' 2>/dev/null || skip "python3-h2 not found"
 
 check_work h2
+# The clients need python3-h2 and python3-grpcio (Debian's python3 has
+# them once contrib/install-deps-debian.sh ran): a missing one fails.
+for p in "$PY" /usr/bin/python3; do
+	"$p" -c 'import h2, grpc' 2>/dev/null && { PY=$p; break; }
+done
+"$PY" -c 'import h2, grpc' 2>/dev/null ||
+    setup_fail "python3-h2 and python3-grpcio are needed (contrib/install-deps-debian.sh)"
 PKI=$WORK/pki CA=$WORK/pki/ca.pem STATE=$WORK/state
 SOCK=$WORK/control.sock POLDIR=$WORK/policy.d AUDIT=$WORK/audit.jsonl
 BOX_CA=$WORK/box.pem
@@ -493,6 +501,24 @@ flood_streams() {
 	daemon_same
 }
 check flood_streams flood_streams
+
+slow_head() {
+	# a header block never finished: its stream is reset within
+	# timeouts.handshake (5 s here), not kept
+	h2c allowed.test --flood slow-head --count 1 --timeout 9
+	hwant '.[-1].rst >= 1' || return 1
+	daemon_same
+}
+check slow_head slow_head
+
+tiny_data() {
+	# 20000 DATA frames of a byte each, then the end: one upload, whole
+	snap
+	h2c allowed.test --flood tiny-data --count 20000 --timeout 10
+	upwant allowed-tls 'length == 1' '.[0].body_bytes == 20000' || return 1
+	daemon_same
+}
+check tiny_data tiny_data
 
 window() {
 	# 50 streams of 200 KB each, and a window of 0: nothing can come

@@ -9,7 +9,7 @@ Each --req is {"method","path","headers":{..},"body":"..","window":N}
 (all optional but path); the requests go out together, one stream each,
 on one connection.  With --flood, KIND's frames are sent after the
 requests (rapid-reset, ping, settings, priority, continuation,
-hpack-bomb, empty-data, made-you-reset, streams).
+hpack-bomb, empty-data, made-you-reset, streams, slow-head, tiny-data).
 
 Output: one JSON line per stream ({"id","status","headers","body",
 "trailers","reset"}), then {"goaway": CODE or null, "alpn", "end"}.
@@ -231,9 +231,11 @@ def flood(a, sock, conn, streams):
     k, n = a.flood, a.count
     if not k:
         return
-    hb = conn.encoder.encode([(":method", "GET"), (":scheme", "https"),
+    # one header block, encoded once: the server's HPACK table follows ours
+    hb = conn.encoder.encode([(":method", "POST" if k == "tiny-data" else "GET"),
+                              (":scheme", "https"),
                               (":authority", a.authority or a.name),
-                              (":path", "/pub/flood")])
+                              (":path", "/upload" if k == "tiny-data" else "/pub/flood")])
     buf = b""
     sid = conn.get_next_available_stream_id()
     try:
@@ -274,6 +276,16 @@ def flood(a, sock, conn, streams):
                     blk = hb + big + b"\xbe" * 2000  # index 62: the entry just added
                     buf += frame(FRAME_HEADERS, 0x5, sid, blk)
                 break
+            elif k == "slow-head":
+                # a header block never finished (no END_HEADERS, no
+                # CONTINUATION): the stream must not wait forever
+                buf += frame(FRAME_HEADERS, 0x1, sid, hb[:len(hb) // 2])
+                break
+            elif k == "tiny-data":
+                # DATA of a byte a frame on one stream, up to its window
+                if i == 0:
+                    buf += frame(FRAME_HEADERS, 0x4, sid, hb)
+                buf += frame(FRAME_DATA, 0x1 if i == n - 1 else 0, sid, b"x")
             elif k == "streams":
                 buf += frame(FRAME_HEADERS, 0x4, sid, hb)
                 sid += 2
