@@ -10,7 +10,7 @@ struct event_base;
 struct sb_counter;
 struct upool;
 
-#define UPOOL_MAX	64	/* idle connections a worker keeps */
+#define UPOOL_MAX	512	/* idle connections a worker keeps */
 #define UPOOL_IDLE_S	30	/* how long one may wait for a new request */
 #define UPOOL_TLS_LEN	32	/* a TLS key's digest (BLAKE2b) */
 

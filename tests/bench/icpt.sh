@@ -227,7 +227,7 @@ http {
 	fastcgi_temp_path $tmp/ngx; uwsgi_temp_path $tmp/ngx; scgi_temp_path $tmp/ngx;
 	upstream up {
 		server 198.18.1.10:443;
-		keepalive 64;
+		keepalive $([ -n "${ICPT_H2:-}" ] && echo 1024 || echo 64);
 		keepalive_requests 1000000;
 	}
 	server {
@@ -474,7 +474,9 @@ for p in $peers; do
 		curl -s -f --unix-socket "$tmp/control.sock" http://x/v1/sandboxes/bench/ca.pem > "$tmp/sbca.pem" &&
 		    grep -q 'BEGIN CERTIFICATE' "$tmp/sbca.pem" || die "no CA for sandbox bench from the control API"
 		cat "$pki/ca.pem" "$tmp/sbca.pem" > "$tmp/trust.pem"
-		PIDS=$pid
+		# the monitor, its worker and the worker's keys process
+		kids=$(pgrep -P "$pid")
+		PIDS="$pid $kids $(for w in $kids; do pgrep -P "$w"; done)"
 		measure "$p"
 		alive_or_report "$p" "$pid" "$tmp/$p.log"
 		R[$p,rss]=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null)
