@@ -475,6 +475,15 @@ send_trailers(struct h2s *s)
 		for (k = 0; p + k < colon; k++)
 			if (p[k] >= 'A' && p[k] <= 'Z')
 				p[k] = (char)(p[k] + 32);
+		/*
+		 * What HTTP/2 forbids in any field section (RFC 9113 8.2.2),
+		 * and framing in trailers (RFC 9110 6.5.1), as the upstream
+		 * may send them: a client would reset the stream.
+		 */
+		if (hop_by_hop(p, k) || (k == 14 &&
+		    memcmp(p, "content-length", 14) == 0) ||
+		    (k == 4 && memcmp(p, "host", 4) == 0))
+			continue;
 		for (v = colon + 1; v < eol && (*v == ' ' || *v == '\t'); v++)
 			;
 		for (vlen = (size_t)(eol - v); vlen > 0 &&
@@ -598,6 +607,11 @@ answer_head(struct h2s *s, const struct http_resp_head *rh)
 		    strncasecmp(x->name, "transfer-encoding", 17) == 0)
 			s->resp_chunked = 1;	/* the parser allows chunked alone */
 		if (hop_by_hop(x->name, x->name_len))
+			continue;
+		/* None in a 1xx or 204 (RFC 9110 8.6); HTTP/1.1 let "0" by. */
+		if ((rh->status / 100 == 1 || rh->status == 204) &&
+		    x->name_len == 14 &&
+		    strncasecmp(x->name, "content-length", 14) == 0)
 			continue;
 		for (k = 0; k < x->name_len; k++)
 			p[k] = (char)((x->name[k] >= 'A' && x->name[k] <= 'Z') ?
@@ -904,9 +918,13 @@ on_stream_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
 	s->closed = 1;
 	if (s->rs < H2R_ENDED)
 		s->rs = H2R_RESET;
-	/* Its icpt learns on the loop; the step lets the stream go. */
+	/*
+	 * Its icpt learns on the loop (the end of a whole answer, or a
+	 * reset); the step lets the stream go.
+	 */
 	if (s->pipe != NULL && !s->ic_over)
-		tstream_pipe_end(s->pipe, TSTREAM_ERROR | TSTREAM_READING);
+		tstream_pipe_end(s->pipe, s->rs == H2R_ENDED ? TSTREAM_EOF :
+		    TSTREAM_ERROR | TSTREAM_READING);
 	icpt_step(h->ic);
 	return 0;
 }
