@@ -115,6 +115,25 @@ common_rules(scmp_filter_ctx ctx)
 	return r;
 }
 
+/*
+ * The worker opens no file, but libraries look: glibc reads
+ * /proc/sys/vm/overcommit_memory the first time it shrinks a thread's
+ * heap, which a burst of memory a sandbox causes can bring about.  So
+ * open fails (EACCES; Landlock refuses any path anyway) instead of
+ * killing the worker, and every connection with it.
+ */
+static int
+open_refused(scmp_filter_ctx ctx)
+{
+	int r = 0;
+
+#ifndef SLUICE_SANITIZERS	/* there LeakSanitizer opens what it reads */
+	r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 0);
+	r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
+#endif
+	return r;
+}
+
 static int
 load(scmp_filter_ctx ctx, const char *const *extra, int worker, char *why,
     size_t why_len)
@@ -152,6 +171,7 @@ load(scmp_filter_ctx ctx, const char *const *extra, int worker, char *why,
 		    SCMP_A2(SCMP_CMP_EQ, NETLINK_ROUTE, 0));
 		r |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(bind), 1,
 		    SCMP_A2(SCMP_CMP_EQ, sizeof(struct sockaddr_nl), 0));
+		r |= open_refused(ctx);
 	} else {
 		/* syslog(3), for audit.syslog: a local datagram socket. */
 		r |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
