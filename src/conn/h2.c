@@ -26,11 +26,13 @@
 #include <nghttp2/nghttp2.h>
 
 #include "util/clock.h"
+#include "util/freelist.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "parse/dechunk.h"
 #include "parse/httphead.h"
 #include "parse/httpresp.h"
+#include "parse/httpwrite.h"
 #include "conf/config.h"
 #include "audit/arec.h"
 #include "audit/audit.h"
@@ -131,6 +133,7 @@ struct h2 {
 	int		 closed;	/* h2_close ran */
 	const char	*abuse;		/* why we sent ENHANCE_YOUR_CALM */
 	int		 upstream_seen;	/* a stream's upstream was ready once */
+	unsigned	 nstarting;	/* starting_count(), as of this step */
 	struct h2_bucket ctrl, resets, ownrst, empty;
 };
 
@@ -301,7 +304,7 @@ is_grpc(const uint8_t *v, size_t len)
  * speaks h2 and can carry them all).
  */
 static unsigned
-starting(const struct h2 *h)
+starting_count(const struct h2 *h)
 {
 	const struct h2s *s;
 	unsigned n = 0;
@@ -312,6 +315,13 @@ starting(const struct h2 *h)
 		    s->ic->qn == 0) || s->ic->rs == RS_CONNECTING))
 			n++;
 	return n;
+}
+
+/* The count, made once a step (stream_run adds the ones it starts). */
+static unsigned
+starting(const struct h2 *h)
+{
+	return h->nstarting;
 }
 
 /*
@@ -350,8 +360,23 @@ stream_run(struct h2s *s)
 		s->pipe = NULL;		/* freed with it */
 		return -1;
 	}
+	s->h->nstarting++;
 	tstream_pipe_pushed(s->pipe);
 	return 0;
+}
+
+/* A response parser, from the loop's or new; NULL when out of memory. */
+static struct http_resps *
+resps_take(struct conn *c)
+{
+	struct http_resps *p;
+	size_t limit = c->l->cfg->limits.header_bytes;
+
+	if ((p = freelist_get(&c->l->resps)) != NULL)
+		http_resps_reset(p, limit);
+	else
+		p = http_resps_new(limit);
+	return p;
 }
 
 /*
@@ -365,7 +390,7 @@ stream_start(struct h2s *s, int end)
 	struct conn *c = h->ic->c;
 	struct evbuffer *in;
 	const char *host = s->authority[0] ? s->authority : s->host;
-	const char *expect = s->method;
+	const char *expect = s->method, *target;
 
 	if (s->method[0] == '\0' || (s->path == NULL &&
 	    strcmp(s->method, "CONNECT") != 0))
@@ -374,10 +399,14 @@ stream_start(struct h2s *s, int end)
 	if ((s->pipe = tstream_pipe_new(c->l->base, pipe_wake, NULL, s)) == NULL)
 		return -1;
 	in = tstream_input(s->pipe);
-	if (evbuffer_add_printf(in, "%s %s HTTP/1.1\r\n", s->method,
-	    s->path != NULL ? s->path : host) < 0 ||
-	    (host[0] != '\0' && evbuffer_add_printf(in, "host: %s\r\n",
-	    host) < 0) ||
+	target = s->path != NULL ? s->path : host;
+	if (evbuffer_add(in, s->method, strlen(s->method)) != 0 ||
+	    evbuffer_add(in, " ", 1) != 0 ||
+	    evbuffer_add(in, target, strlen(target)) != 0 ||
+	    evbuffer_add(in, " HTTP/1.1\r\n", 11) != 0 ||
+	    (host[0] != '\0' && (evbuffer_add(in, "host: ", 6) != 0 ||
+	    evbuffer_add(in, host, strlen(host)) != 0 ||
+	    evbuffer_add(in, "\r\n", 2) != 0)) ||
 	    evbuffer_add_buffer(in, s->lines) != 0 ||
 	    (evbuffer_get_length(s->cookie) > 0 &&
 	    (evbuffer_add(in, "cookie: ", 8) != 0 ||
@@ -392,8 +421,8 @@ stream_start(struct h2s *s, int end)
 	}
 	if (strcmp(expect, "CONNECT") == 0)
 		expect = "GET";	/* its icpt refuses it; framed as a GET */
-	if ((s->resps = http_resps_new(c->l->cfg->limits.header_bytes)) ==
-	    NULL || http_resps_expect(s->resps, expect) != 0 ||
+	if ((s->resps = resps_take(c)) == NULL ||
+	    http_resps_expect(s->resps, expect) != 0 ||
 	    http_resps_last(s->resps) != 0 ||
 	    (s->trailers = evbuffer_new()) == NULL ||
 	    (s->gather = evbuffer_new()) == NULL ||
@@ -834,10 +863,11 @@ stream_gathered(struct h2s *s)
 {
 	struct evbuffer *in = tstream_input(s->pipe);
 	size_t n = evbuffer_get_length(s->gather);
+	char head[HTTP_CHUNK_HEAD_MAX];
 
 	if (n == 0)
 		return;
-	evbuffer_add_printf(in, "%zx\r\n", n);
+	evbuffer_add(in, head, http_chunk_head(n, head));
 	evbuffer_add_buffer(in, s->gather);
 	evbuffer_add(in, "\r\n", 2);
 	tstream_pipe_pushed(s->pipe);
@@ -951,7 +981,11 @@ stream_free(struct h2s *s)
 	icpt_free(s->ic);	/* and its pipe */
 	if (s->ic == NULL)
 		tstream_free(s->pipe);
-	http_resps_free(s->resps);
+	if (s->resps != NULL && s->h != NULL)
+		freelist_put(&s->h->ic->c->l->resps, s->resps,
+		    loop_resps_destroy);
+	else
+		http_resps_free(s->resps);
 	if (s->lines != NULL)
 		evbuffer_free(s->lines);
 	if (s->cookie != NULL)
@@ -1040,6 +1074,7 @@ h2_step(struct h2 *h)
 	ssize_t n;
 	size_t len;
 
+	h->nstarting = starting_count(h);
 	while ((len = evbuffer_get_contiguous_space(in)) > 0 &&
 	    nghttp2_session_want_read(h->ng)) {
 		data = evbuffer_pullup(in, (ssize_t)len);

@@ -28,6 +28,7 @@
 #include "util/sbuf.h"
 #include "parse/dechunk.h"
 #include "parse/httphead.h"
+#include "parse/httpwrite.h"
 #include "loop/h2up.h"
 #include "loop/loop.h"
 #include "loop/tstream.h"
@@ -464,6 +465,7 @@ on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id,
 {
 	struct h2ups *s = ups_of(ng, id);
 	struct evbuffer *in;
+	char head[HTTP_CHUNK_HEAD_MAX];
 
 	if (s == NULL || s->pipe == NULL || s->rs != UR_BODY) {
 		nghttp2_session_consume(ng, id, len);
@@ -471,7 +473,7 @@ on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id,
 	}
 	in = tstream_input(s->pipe);
 	s->unconsumed += len;
-	if (evbuffer_add_printf(in, "%zx\r\n", len) < 0 ||
+	if (evbuffer_add(in, head, http_chunk_head(len, head)) != 0 ||
 	    evbuffer_add(in, data, len) != 0 ||
 	    evbuffer_add(in, "\r\n", 2) != 0)
 		return NGHTTP2_ERR_CALLBACK_FAILURE;

@@ -297,3 +297,18 @@ http_head_serialize_origin(const struct http_head *h, char *out,
 	o = put(o, "\r\n", 2);
 	return (long)(o - out);
 }
+
+size_t
+http_chunk_head(size_t n, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t len = 1, i;
+
+	while (len < 2 * sizeof(size_t) && (n >> (4 * len)) != 0)
+		len++;
+	for (i = 0; i < len; i++)
+		out[i] = hex[(n >> (4 * (len - 1 - i))) & 15];
+	out[len] = '\r';
+	out[len + 1] = '\n';
+	return len + 2;
+}

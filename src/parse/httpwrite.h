@@ -71,4 +71,12 @@ int	http_hop_by_hop(const char *name, size_t len);
 int	http_conn_names(const struct http_header *hdrs, size_t n,
 	    const char *name, size_t len);
 
+/*
+ * A chunk's size line for n bytes of data, "%zx\r\n", into out (at
+ * least HTTP_CHUNK_HEAD_MAX bytes); its length.  No printf: it is per
+ * chunk, on the data path.
+ */
+#define HTTP_CHUNK_HEAD_MAX	(2 * sizeof(size_t) + 2)
+size_t	http_chunk_head(size_t n, char *out);
+
 #endif
