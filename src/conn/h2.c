@@ -459,21 +459,6 @@ stream_req_end(struct h2s *s)
 
 /* ---- the answer ----------------------------------------------------- */
 
-/* Hop-by-hop in HTTP/1.1, forbidden in HTTP/2 (RFC 9113 8.2.2). */
-static int
-hop_by_hop(const char *name, size_t len)
-{
-	static const char *const hop[] = { "connection", "keep-alive",
-	    "proxy-connection", "transfer-encoding", "upgrade", "te",
-	    "trailer", NULL };
-	size_t i;
-
-	for (i = 0; hop[i] != NULL; i++)
-		if (strlen(hop[i]) == len && strncasecmp(hop[i], name, len) == 0)
-			return 1;
-	return 0;
-}
-
 static int
 trailers_add(void *arg, const uint8_t *p, size_t n)
 {
@@ -509,7 +494,7 @@ send_trailers(struct h2s *s)
 		 * and framing in trailers (RFC 9110 6.5.1), as the upstream
 		 * may send them: a client would reset the stream.
 		 */
-		if (hop_by_hop(p, k) || (k == 14 &&
+		if (http2_forbidden(p, k) || (k == 14 &&
 		    memcmp(p, "content-length", 14) == 0) ||
 		    (k == 4 && memcmp(p, "host", 4) == 0))
 			continue;
@@ -635,7 +620,7 @@ answer_head(struct h2s *s, const struct http_resp_head *rh)
 		if (x->name_len == 17 &&
 		    strncasecmp(x->name, "transfer-encoding", 17) == 0)
 			s->resp_chunked = 1;	/* the parser allows chunked alone */
-		if (hop_by_hop(x->name, x->name_len))
+		if (http2_forbidden(x->name, x->name_len))
 			continue;
 		/* None in a 1xx or 204 (RFC 9110 8.6); HTTP/1.1 let "0" by. */
 		if ((rh->status / 100 == 1 || rh->status == 204) &&

@@ -201,19 +201,12 @@ body_read_cb(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
 	return n;
 }
 
-/* Connection-specific in HTTP/1.1, never sent in HTTP/2 (RFC 9113 8.2.2). */
+/* Not sent in HTTP/2: forbidden there, or made of the pseudo-headers. */
 static int
 not_for_h2(const char *name, size_t len)
 {
-	static const char *const drop[] = { "host", "connection",
-	    "keep-alive", "proxy-connection", "transfer-encoding", "upgrade",
-	    "te", "http2-settings", NULL };
-	size_t i;
-
-	for (i = 0; drop[i] != NULL; i++)
-		if (ascii_eq(name, len, drop[i]))
-			return 1;
-	return 0;
+	return http2_forbidden(name, len) || ascii_eq(name, len, "host") ||
+	    ascii_eq(name, len, "http2-settings");
 }
 
 #define NV(n, nl, v, vl) (nghttp2_nv){ (uint8_t *)(n), (uint8_t *)(v), \

@@ -36,6 +36,19 @@ http_hop_by_hop(const char *name, size_t len)
 	    ascii_prefix(name, len, "proxy-");	/* Proxy-Connection too */
 }
 
+int
+http2_forbidden(const char *name, size_t len)
+{
+	/* Proxy-Connection, but not Proxy-Status: sluice's refusals carry it. */
+	return ascii_eq(name, len, "connection") ||
+	    ascii_eq(name, len, "keep-alive") ||
+	    ascii_eq(name, len, "proxy-connection") ||
+	    ascii_eq(name, len, "transfer-encoding") ||
+	    ascii_eq(name, len, "upgrade") ||
+	    ascii_eq(name, len, "te") ||
+	    ascii_eq(name, len, "trailer");
+}
+
 /* v[0..len) as a comma-separated list contains the element name[0..nlen). */
 static int
 list_has(const char *v, size_t len, const char *name, size_t nlen)

@@ -68,6 +68,13 @@ long	http_head_serialize_upstream(const struct http_head *h,
  * hdrs[0..n) lists name[0..len) as an option (ignoring case).
  */
 int	http_hop_by_hop(const char *name, size_t len);
+/*
+ * A field HTTP/2 forbids in any field section (RFC 9113 8.2.2):
+ * Connection, Keep-Alive, Proxy-Connection, Transfer-Encoding, Upgrade,
+ * TE (as a response field; a request's "TE: trailers" is the caller's)
+ * and Trailer.  Other Proxy-* fields are end-to-end there (Proxy-Status).
+ */
+int	http2_forbidden(const char *name, size_t len);
 int	http_conn_names(const struct http_header *hdrs, size_t n,
 	    const char *name, size_t len);
 

@@ -24,7 +24,9 @@
 #             answered alone; 100 concurrent streams (h2load)
 #   inject    the upstream sees the injected header, the client never
 #   authority :authority other than the SNI host: 421 on that stream
-#   connect   CONNECT in a stream: 400; extended CONNECT is never offered
+#   connect   CONNECT in a stream: 400
+#   ws_over_h2 extended CONNECT (RFC 8441, never offered): that stream is
+#             reset, the next one served
 #   audit     one request record per stream, with its stream id
 #   flood_*   rapid reset, resets we are made to send, SETTINGS, PING,
 #             PRIORITY and empty DATA floods, a CONTINUATION flood, an HPACK
@@ -254,7 +256,8 @@ deny_stream() {
 	snap
 	h2c allowed.test --req "$(req GET /private)"
 	hwant '.[0].status == 403' '(.[0].body | fromjson | .reason) == "deny-rule"' \
-	    '(.[0].body | fromjson | .rule) == "intercept:allowed-default"' || return 1
+	    '(.[0].body | fromjson | .rule) == "intercept:allowed-default"' \
+	    '.[0].headers["proxy-status"] | test("^sluice; error=http_request_denied")' || return 1
 	upx 'allowed-tls.requests=0'
 }
 check deny_stream deny_stream
@@ -326,6 +329,18 @@ connect_refused() {
 	upx 'allowed-tls.requests=0'
 }
 check connect_refused connect_refused
+
+ws_over_h2() {
+	# RFC 8441 is not offered (no SETTINGS_ENABLE_CONNECT_PROTOCOL): an
+	# extended CONNECT is refused on its stream, nothing goes upstream,
+	# and the connection serves the next stream
+	snap
+	h2c allowed.test --req "$(jq -nc '{method: "CONNECT", path: "/ws", protocol: "websocket"}')" \
+	    --req "$(req GET /pub/after-ws)" --timeout 5
+	hwant '.[0].status == null and .[0].reset != null' '.[1].status == 200' || return 1
+	upwant allowed-tls 'length == 1' '.[0].path == "/pub/after-ws"'
+}
+check ws_over_h2 ws_over_h2
 
 audit_streams() {
 	local off

@@ -89,6 +89,8 @@ def main():
         sid = conn.get_next_available_stream_id()
         hdrs = [(":method", r.get("method", "GET")), (":scheme", "https"),
                 (":authority", r.get("authority", authority)), (":path", r["path"])]
+        if r.get("protocol"):
+            hdrs.append((":protocol", r["protocol"]))   # RFC 8441
         hdrs += [(k, v) for k, v in r.get("headers", {}).items()]
         body = r.get("body")
         if isinstance(body, str):
@@ -105,22 +107,12 @@ def main():
         raw_read(a, sock, out)
         print(json.dumps(out))
         return
-    deadline = time.time() + a.timeout
-    sock.settimeout(0.5)
-    while time.time() < deadline:
-        if streams and all(s.get("done") for s in streams.values()) and not a.flood:
+    for data in reads(sock, a.timeout, out):
+        if streams and all(s.get("done") for s in streams.values()):
             out["end"] = "done"
             break
-        try:
-            data = sock.recv(65536)
-        except socket.timeout:
+        if data is None:
             continue
-        except (ssl.SSLError, OSError) as e:
-            out["end"] = "error: %s" % e
-            break
-        if not data:
-            out["end"] = "eof"
-            break
         try:
             events = conn.receive_data(data)
         except Exception as e:  # the server broke the protocol
@@ -152,8 +144,6 @@ def main():
             sock.sendall(conn.data_to_send())
         except OSError:
             pass
-    else:
-        out["end"] = out["end"] or "timeout"
     for s in streams.values():
         s.pop("done", None)
         try:
@@ -162,6 +152,27 @@ def main():
             s["body"] = s["body"].hex()
         print(json.dumps(s))
     print(json.dumps(out))
+
+
+def reads(sock, timeout, out):
+    """What the server sends, until timeout: bytes, or None every half
+    second of silence; out["end"] says how it ended (timeout, eof, error)."""
+    deadline = time.time() + timeout
+    sock.settimeout(0.5)
+    out["end"] = "timeout"
+    while time.time() < deadline:
+        try:
+            data = sock.recv(65536)
+        except socket.timeout:
+            yield None
+            continue
+        except (ssl.SSLError, OSError) as e:
+            out["end"] = "error: %s" % e
+            return
+        if not data:
+            out["end"] = "eof"
+            return
+        yield data
 
 
 def send_bodies(conn, pending, streams):
@@ -187,22 +198,11 @@ def send_bodies(conn, pending, streams):
 
 def raw_read(a, sock, out):
     """After a flood: frames read raw until GOAWAY, the end or the timeout."""
-    deadline = time.time() + a.timeout
-    sock.settimeout(0.5)
     buf = b""
     out["rst"] = 0
-    out["end"] = "timeout"
-    while time.time() < deadline:
-        try:
-            data = sock.recv(65536)
-        except socket.timeout:
+    for data in reads(sock, a.timeout, out):
+        if data is None:
             continue
-        except (ssl.SSLError, OSError) as e:
-            out["end"] = "error: %s" % e
-            return
-        if not data:
-            out["end"] = "eof"
-            return
         buf += data
         while len(buf) >= 9:
             n = struct.unpack(">I", b"\0" + buf[:3])[0]
