@@ -2,7 +2,8 @@
  * fuzz_h2.c: libFuzzer target for HTTP/2 from the sandbox (h2.c and the
  * icpt of each stream), both sides at once.  As in fuzz_icpt.c, a real
  * struct conn runs the real icpt code on a struct loop of our own, and
- * the upstream is a TLS server of ours on 127.77.X.Y:443; here the
+ * the upstream is a TLS server of ours on 127.77.X.Y:443 (that world, its
+ * policies, secrets and minted token: fuzz_world.h); here the
  * sandbox speaks TLS too: an OpenSSL client on the socketpair offers ALPN
  * "h2", trusts the sandbox's CA (made at start) and sends SNI.  Its
  * ClientHello is what the conn starts with (c->peek, SNIFF_TLS); the
@@ -77,7 +78,8 @@
  *  - with the policy without a pass rule, no form of the injected secret
  *    (nor of the minted token) reaches the sandbox: not in the decrypted
  *    bytes, not in a decoded header, not in a stream's body (whole);
- *  - the conn is freed at the end, and LeakSanitizer finds nothing.
+ *  - the conn is freed at the end, no request started a mint
+ *    (world_end), and LeakSanitizer finds nothing.
  *
  * FUZZ_H2_NO_SECRET_CHECK (set) leaves the secret check out, and
  * FUZZ_H2_NO_VALIDITY_CHECK the HTTP/2 one (but for fatal errors), to look
@@ -92,16 +94,7 @@
 #include "autoconf.h"
 
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <time.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,94 +104,26 @@
 #include <event2/event.h>
 #include <nghttp2/nghttp2.h>
 #include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
-#include <openssl/x509v3.h>
-#include <sodium.h>
 
-#include "util/addr.h"
-#include "util/err.h"
-#include "util/log.h"
-#include "conf/config.h"
-#include "conf/policy.h"
 #include "keys/ca.h"
 #include "keys/placeholder.h"
-#include "keys/sealed.h"
-#include "keys/secrets.h"
 #include "keys/tlsterm.h"
-#include "keys/tlsup.h"
-#include "loop/loop.h"
-#include "loop/mintcache.h"
-#include "loop/state.h"
-#include "loop/upool.h"
 #include "conn/conn.h"
-#include "conn/conn_int.h"
 #include "conn/icpt.h"
-#include "conn/icpt_int.h"
 #include "fuzz_check.h"
+#include "fuzz_world.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-#define UP_PORT		443
-#define HOST		"api.example.com"
-#define AUTH		"auth.example.com"	/* the token endpoint */
 #define MAX_STEPS	128
-#define MAX_TURNS	48	/* turns to let the conn end by itself */
 #define HS_TURNS	64	/* turns the sandbox's handshake may take */
 #define NUP		8	/* upstreams kept at once */
 #define NCS		256	/* client streams followed (bodies, data) */
 #define SB_KEEP		(1u << 20)	/* of what the sandbox receives, kept */
-#define UP_KEEP		(64u * 1024)	/* of what an upstream gets, kept */
 #define CS_KEEP		(256u * 1024)	/* of a stream's answer body, kept */
-
-static const char policy_inject_only[] =
-	"name: fuzz-inject\n"
-	"alpn: [h2, http/1.1]\n"
-	"egress:\n"
-	"  allow: [{domain: " AUTH "}]\n"
-	"tokens:\n"
-	"  - {name: svc, kind: oauth_client_credentials, client_id: fuzz,\n"
-	"     token_url: \"https://" AUTH "/t\", secret: tok}\n"
-	"intercept:\n"
-	"  - name: tk\n"
-	"    match: {host: " HOST ", path: \"/t/**\"}\n"
-	"    inject:\n"
-	"      set: {authorization: \"Bearer {{token:svc}}\",\n"
-	"            x-b: \"{{ token:svc | base64 }}\"}\n"
-	"  - name: inj\n"
-	"    match: {host: " HOST ", path: \"/v1/**\"}\n"
-	"    inject:\n"
-	"      set: {authorization: \"Bearer {{secret:tok}}\",\n"
-	"            x-t: \"{{token:svc}}\"}\n"
-	"      remove: [cookie]\n"
-	"      placeholders: [tok]\n"
-	"  - name: sig\n"
-	"    match: {host: " HOST ", path: \"/sig/**\"}\n"
-	"    inject:\n"
-	"      set: {x-t: \"{{token:svc}}\"}\n"
-	"      sigv4: {secret: aws, service: execute-api, region: us-east-1}\n"
-	"  - name: nope\n"
-	"    match: {host: " HOST "}\n"
-	"    action: deny\n";
-
-static const char policy_mixed[] =
-	"name: fuzz-mixed\n"
-	"alpn: [h2, http/1.1]\n"
-	"intercept:\n"
-	"  - name: inj\n"
-	"    match: {host: " HOST ", path: \"/v1/**\"}\n"
-	"    inject:\n"
-	"      set: {authorization: \"Bearer {{secret:tok}}\"}\n"
-	"      placeholders: [tok]\n"
-	"  - name: pub\n"
-	"    match: {host: " HOST ", path: \"/pub/**\"}\n"
-	"    action: pass\n"
-	"  - name: nope\n"
-	"    match: {host: " HOST "}\n"
-	"    action: deny\n";
 
 /* Op 0's tables: inject, pass (denied in the inject-only policy), deny, ... */
 static const char *const methods[8] = { "GET", "POST", "HEAD", "PUT",
@@ -237,41 +162,12 @@ static const struct canned {
 };
 #define NCANNED		(sizeof(canned) / sizeof(canned[0]) + 3)
 
-/* What lives for the whole run: written once in LLVMFuzzerInitialize. */
-struct world {
-	char		 dir[64];
-	struct event_base *base;
-	struct config	 cfg;
-	struct loop	 l;
-	struct policy	*pol[2];
-	struct state	*st;
-	struct secret_store *store;
-	struct secret	*secret;
-	struct mtoken	*token;		/* the inject-only policy's, minted */
-	char		 ph[PH_LEN + 1];	/* the sandbox's placeholder of it */
-	struct sb_counter *counter;	/* with the sandbox's CA */
-	struct sandbox	 sb;
-	SSL_CTX		*srv;		/* the upstream's server context */
+/* What lives for the whole run besides W: written once at start. */
+struct h2world {
 	SSL_CTX		*cli;		/* the sandbox's client context */
 	SSL_SESSION	*sess;		/* the sandbox's last session */
-	int		 lfd;		/* the upstream's listener */
-	char		 up_addr[INET_ADDRSTRLEN];	/* its address */
 	uint8_t		*up_got[NUP];	/* what each upstream received */
-	int		 no_secret_check;	/* FUZZ_H2_NO_SECRET_CHECK */
 	int		 no_validity_check;	/* FUZZ_H2_NO_VALIDITY_CHECK */
-	int		 debug;		/* FUZZ_H2_DEBUG */
-	int		 skip;		/* port 443 is not ours to bind */
-};
-
-/* An upstream connection, as sluice opened it (one per stream at most). */
-struct upc {
-	int		 fd;		/* -1: none */
-	SSL		*ssl;
-	int		 ready;		/* handshake done */
-	uint8_t		*got;		/* W.up_got[its slot] */
-	size_t		 len, echo_at;
-	uint8_t		*tx;		/* for it to send */
-	size_t		 tx_len, tx_cap;
 };
 
 /* A stream of the sandbox's client: its body to send, its answer's body. */
@@ -316,112 +212,16 @@ struct run {
 };
 
 static struct world W;
+static struct h2world H;
 
-static void
-nonblock(int fd)
-{
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
-static void
-buf_add(uint8_t **b, size_t *len, size_t *cap, const void *p, size_t n)
-{
-	if (n == 0)
-		return;
-	if (*len + n > *cap) {
-		size_t ncap = *cap * 2 + n;
-
-		CHECK((*b = realloc(*b, ncap)) != NULL);
-		*cap = ncap;
-	}
-	memcpy(*b + *len, p, n);
-	*len += n;
-}
-
-/* ---- the PKI: the upstream's CA and leaf, the sandbox's CA ----------- */
-
-static EVP_PKEY *
-ec_key(void)
-{
-	EVP_PKEY *k = EVP_EC_gen("P-256");
-
-	CHECK(k != NULL);
-	return k;
-}
-
-static X509 *
-make_cert(EVP_PKEY *key, EVP_PKEY *signer, X509 *issuer, const char *cn,
-    int ca)
-{
-	X509 *x = X509_new();
-	X509V3_CTX ctx;
-	X509_EXTENSION *ext;
-	X509_NAME *name;
-
-	CHECK(x != NULL);
-	X509_set_version(x, 2);
-	ASN1_INTEGER_set(X509_get_serialNumber(x), ca ? 1 : 2);
-	X509_gmtime_adj(X509_getm_notBefore(x), -3600);
-	X509_gmtime_adj(X509_getm_notAfter(x), 86400L * 30);
-	X509_set_pubkey(x, key);
-	name = X509_get_subject_name(x);
-	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-	    (const unsigned char *)cn, -1, -1, 0);
-	X509_set_issuer_name(x, issuer != NULL ? X509_get_subject_name(issuer) :
-	    name);
-	X509V3_set_ctx(&ctx, issuer != NULL ? issuer : x, x, NULL, NULL, 0);
-	ext = X509V3_EXT_conf_nid(NULL, &ctx, NID_basic_constraints,
-	    ca ? "critical,CA:TRUE" : "CA:FALSE");
-	CHECK(ext != NULL);
-	X509_add_ext(x, ext, -1);
-	X509_EXTENSION_free(ext);
-	if (ca)
-		ext = X509V3_EXT_conf_nid(NULL, &ctx, NID_key_usage,
-		    "critical,keyCertSign,cRLSign");
-	else
-		ext = X509V3_EXT_conf_nid(NULL, &ctx, NID_subject_alt_name,
-		    "DNS:" HOST);
-	CHECK(ext != NULL);
-	X509_add_ext(x, ext, -1);
-	X509_EXTENSION_free(ext);
-	CHECK(X509_sign(x, signer, EVP_sha256()) > 0);
-	return x;
-}
-
-/* The upstream's CA (dir/ca.pem, for tlsup) and its leaf for HOST. */
-static void
-make_pki(void)
-{
-	EVP_PKEY *cakey = ec_key(), *key = ec_key();
-	X509 *ca = make_cert(cakey, cakey, NULL, "sluice fuzz CA", 1);
-	X509 *leaf = make_cert(key, cakey, ca, HOST, 0);
-	char path[128];
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "%s/ca.pem", W.dir);
-	CHECK((fp = fopen(path, "w")) != NULL);
-	CHECK(PEM_write_X509(fp, ca) == 1);
-	fclose(fp);
-	CHECK((W.srv = SSL_CTX_new(TLS_server_method())) != NULL);
-	CHECK(SSL_CTX_use_certificate(W.srv, leaf) == 1);
-	CHECK(SSL_CTX_use_PrivateKey(W.srv, key) == 1);
-	/* Whether a TLS 1.3 ticket is sent is the input's choice. */
-	SSL_CTX_set_session_cache_mode(W.srv, SSL_SESS_CACHE_OFF);
-	SSL_CTX_set_mode(W.srv, SSL_MODE_ENABLE_PARTIAL_WRITE |
-	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	CHECK(tlsup_new(path, &W.l.tls_up) == 0);
-	X509_free(ca);
-	X509_free(leaf);
-	EVP_PKEY_free(cakey);
-	EVP_PKEY_free(key);
-}
+/* ---- the sandbox's TLS: its CA, sluice's server side, its client --- */
 
 /* The sandbox's session, kept for a later input to resume. */
 static int
 new_session_cb(SSL *ssl, SSL_SESSION *sess)
 {
-	SSL_SESSION_free(W.sess);
-	W.sess = sess;
+	SSL_SESSION_free(H.sess);
+	H.sess = sess;
 	return 1;
 }
 
@@ -438,227 +238,33 @@ make_sandbox_tls(void)
 
 	CHECK(ca_new(W.sb.id, NULL, 0, 30 * 86400, &W.counter->ca) == 0);
 	CHECK((W.l.tls_down = tlsterm_ctx_new()) != NULL);
-	CHECK((W.cli = SSL_CTX_new(TLS_client_method())) != NULL);
-	CHECK((store = SSL_CTX_get_cert_store(W.cli)) != NULL);
+	CHECK((H.cli = SSL_CTX_new(TLS_client_method())) != NULL);
+	CHECK((store = SSL_CTX_get_cert_store(H.cli)) != NULL);
 	CHECK(X509_STORE_add_cert(store, ca_cert(W.counter->ca)) == 1);
-	SSL_CTX_set_verify(W.cli, SSL_VERIFY_PEER, NULL);
-	CHECK(SSL_CTX_set_alpn_protos(W.cli, alpn, sizeof(alpn) - 1) == 0);
-	SSL_CTX_set_mode(W.cli, SSL_MODE_ENABLE_PARTIAL_WRITE |
+	SSL_CTX_set_verify(H.cli, SSL_VERIFY_PEER, NULL);
+	CHECK(SSL_CTX_set_alpn_protos(H.cli, alpn, sizeof(alpn) - 1) == 0);
+	SSL_CTX_set_mode(H.cli, SSL_MODE_ENABLE_PARTIAL_WRITE |
 	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	SSL_CTX_set_session_cache_mode(W.cli, SSL_SESS_CACHE_CLIENT |
+	SSL_CTX_set_session_cache_mode(H.cli, SSL_SESS_CACHE_CLIENT |
 	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
-	SSL_CTX_sess_set_new_cb(W.cli, new_session_cb);
-}
-
-/* ---- the secret store: a header secret and AWS credentials, bound to HOST */
-
-static void
-make_secrets(void)
-{
-	struct errlist errs = ERRLIST_INIT;
-	char keydir[96], key[128], pub[128], secdir[96], why2[SECRET_WHY_MAX];
-	static char *keys[1];
-	const char *why = NULL, *hosts[2] = { HOST, AUTH };
-	uint8_t pk[32], raw[24], *blob = NULL;
-	char value[2 * sizeof(raw) + 1];
-	struct sealed_in in;
-	struct secret_set *set = NULL, *set2 = NULL;
-	struct secret *aws = NULL;
-	size_t len, i;
-
-	snprintf(keydir, sizeof(keydir), "%s/keys", W.dir);
-	snprintf(secdir, sizeof(secdir), "%s/secrets", W.dir);
-	snprintf(key, sizeof(key), "%s/gateway.key", keydir);
-	snprintf(pub, sizeof(pub), "%s/gateway.pub", keydir);
-	CHECK(mkdir(keydir, 0700) == 0);
-	CHECK(mkdir(secdir, 0700) == 0);
-	CHECK(keys_generate(keydir, &why) == 0);
-	CHECK(gwkey_load_pub(pub, pk, &why) == 0);
-	keys[0] = strdup(key);
-	W.cfg.gateway_keys = keys;
-	W.cfg.ngateway_keys = 1;
-	W.cfg.secret_dir = strdup(secdir);
-	CHECK(secret_store_new(&W.cfg, &W.store, &errs) == 0 && W.store);
-	errlist_free(&errs);
-	/* A value the fuzzer cannot guess but may learn from comparisons. */
-	randombytes_buf(raw, sizeof(raw));
-	for (i = 0; i < sizeof(raw); i++)
-		snprintf(value + 2 * i, 3, "%02x", raw[i]);
-	memset(&in, 0, sizeof(in));
-	in.name = "tok";
-	in.version = 1;
-	in.created = 1700000000;
-	in.hosts = hosts;
-	in.nhosts = 2;
-	in.value = (const uint8_t *)value;
-	in.value_len = strlen(value);
-	CHECK(sealed_seal(pk, &in, &blob, &len, &why) == 0);
-	CHECK(secret_open(W.store, blob, len, NULL, "file", &W.secret,
-	    why2) == 0);
-	free(blob);
-	CHECK(secret_set_with(NULL, W.secret, &set) == 0);
-	/* AWS credentials for the sigv4 rule: its body is held and hashed. */
-	in.name = "aws";
-	in.kind = SEALED_KIND_JSON;
-	in.value = (const uint8_t *)"{\"access_key_id\": \"AKIDFUZZ\", "
-	    "\"secret_access_key\": \"fuzz-secret-access-key\"}";
-	in.value_len = strlen((const char *)in.value);
-	CHECK(sealed_seal(pk, &in, &blob, &len, &why) == 0);
-	CHECK(secret_open(W.store, blob, len, NULL, "file", &aws, why2) == 0);
-	free(blob);
-	CHECK(secret_set_with(set, aws, &set2) == 0);
-	secret_set_unref(set);
-	secret_unref(aws);
-	set = set2;
-	CHECK((W.st = calloc(1, sizeof(*W.st))) != NULL);
-	atomic_init(&W.st->refs, 1);
-	W.st->secrets = set;
-	W.l.secrets = W.store;
-	W.l.st = W.st;
-}
-
-static void
-count_entry(void *arg, const struct mint_info *in)
-{
-	(void)in;
-	(*(size_t *)arg)++;
-}
-
-/*
- * The inject-only policy's token, as if its worker had minted it: in the
- * table under the key a stream's request looks for, so that none starts
- * a mint (there is no resolver, no endpoint).
- */
-static void
-mint_token(void)
-{
-	struct mint_waiter w = { NULL, NULL, NULL, NULL };
-	char key[MINT_KEY_MAX], why[MINT_WHY_MAX], value[33];
-	struct conn c;
-	struct mtoken *t;
-	uint8_t raw[16];
-	size_t i;
-
-	memset(&c, 0, sizeof(c));
-	c.sb = &W.sb;
-	c.counter = W.counter;		/* the key names the registration */
-	snprintf(c.policy_name, sizeof(c.policy_name), "%s", W.pol[0]->name);
-	CHECK((W.l.mints = mintcache_new()) != NULL);
-	CHECK(icpt_token_key(&c, token_find(&W.pol[0]->tokens, "svc", 3),
-	    W.secret, key) == 0);
-	randombytes_buf(raw, sizeof(raw));
-	for (i = 0; i < sizeof(raw); i++)
-		snprintf(value + 2 * i, 3, "%02x", raw[i]);
-	CHECK(mintcache_get(W.l.mints, key, time(NULL), &w, &t, why) ==
-	    MINT_START);
-	mintcache_cancel(W.l.mints, &w);	/* nobody waits: it is ready */
-	CHECK((W.token = mtoken_new(value, 32, time(NULL),
-	    time(NULL) + 10 * 365 * 86400LL)) != NULL);
-	mintcache_done(W.l.mints, key, mtoken_ref(W.token), NULL, time(NULL));
+	SSL_CTX_sess_set_new_cb(H.cli, new_session_cb);
 }
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	struct errlist errs = ERRLIST_INIT;
-	struct sockaddr_in sin;
-	char err[256], cmd[128];
-	SSL_CTX *ctx;
-	int one = 1, i, rc = -1;
+	int i;
 
-	signal(SIGPIPE, SIG_IGN);
-	W.debug = getenv("FUZZ_H2_DEBUG") != NULL;
-	log_init("fuzz_h2", W.debug ? LOG_LVL_DEBUG : LOG_LVL_ERR);
-	CHECK(sodium_init() >= 0);
-	W.no_secret_check = getenv("FUZZ_H2_NO_SECRET_CHECK") != NULL;
-	W.no_validity_check = getenv("FUZZ_H2_NO_VALIDITY_CHECK") != NULL;
-	snprintf(W.dir, sizeof(W.dir), "/tmp/sluice-fuzz-h2.XXXXXX");
-	CHECK(mkdtemp(W.dir) != NULL);
-	CHECK((W.base = event_base_new()) != NULL);
-	W.cfg.path = "fuzz.yaml";
-	W.cfg.timeouts.idle = 10000;
-	W.cfg.timeouts.first_byte = 10000;
-	W.cfg.timeouts.handshake = 10000;
-	W.cfg.timeouts.connect = 10000;
-	W.cfg.limits.header_bytes = 16384;
-	W.cfg.limits.connections = 1000;
-	W.l.base = W.base;
-	W.l.cfg = &W.cfg;
-	W.l.started = 1700000000;
-	TAILQ_INIT(&W.l.conns);
-	make_pki();
-	make_secrets();
-	/*
-	 * The CA file is read on first use and the keys are loaded: the
-	 * folder can go now, so a crash leaves no keys behind.
-	 */
-	CHECK(tlsup_ctx(W.l.tls_up, NULL, &ctx, err, sizeof(err)) == 0);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", W.dir);
-	CHECK(system(cmd) == 0);
-	CHECK(policy_parse("inject.yaml", policy_inject_only,
-	    sizeof(policy_inject_only) - 1, &W.pol[0], &errs) == 0);
-	CHECK(policy_parse("mixed.yaml", policy_mixed,
-	    sizeof(policy_mixed) - 1, &W.pol[1], &errs) == 0);
-	errlist_free(&errs);
-	CHECK((W.counter = sb_counter_new()) != NULL);
-	W.sb.id = "fuzz";
-	placeholder_of(W.store, W.sb.id, "tok", W.ph);
-	W.sb.counter = W.counter;
+	world_init(&W, "fuzz_h2", "FUZZ_H2", "alpn: [h2, http/1.1]\n");
+	H.no_validity_check = getenv("FUZZ_H2_NO_VALIDITY_CHECK") != NULL;
 	make_sandbox_tls();
-	mint_token();
 	for (i = 0; i < NUP; i++)
-		CHECK((W.up_got[i] = malloc(UP_KEEP)) != NULL);
-	/*
-	 * The upstream: one of 127.77/16 a process, so that fuzzers running
-	 * side by side (-jobs, -fork) each talk to their own.
-	 */
-	CHECK((W.lfd = socket(AF_INET, SOCK_STREAM, 0)) != -1);
-	setsockopt(W.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons(UP_PORT);
-	for (i = 0; i < 256; i++) {
-		unsigned h = ((unsigned)getpid() + (unsigned)i) % 65024 + 256;
-
-		snprintf(W.up_addr, sizeof(W.up_addr), "127.77.%u.%u", h >> 8,
-		    h & 255);
-		CHECK(inet_pton(AF_INET, W.up_addr, &sin.sin_addr) == 1);
-		if ((rc = bind(W.lfd, (struct sockaddr *)&sin,
-		    sizeof(sin))) == 0 || errno != EADDRINUSE)
-			break;
-	}
-	if (rc != 0) {
-		/* Not root (make check as a user): say so, test nothing. */
-		fprintf(stderr, "fuzz_h2: SKIPPED, nothing is tested: cannot "
-		    "bind %s:%d (%s); run as root or lower "
-		    "net.ipv4.ip_unprivileged_port_start\n", W.up_addr, UP_PORT,
-		    strerror(errno));
-		W.skip = 1;
-		return 0;
-	}
-	CHECK(listen(W.lfd, 64) == 0);
-	nonblock(W.lfd);
+		CHECK((H.up_got[i] = malloc(UP_KEEP)) != NULL);
+	world_listen(&W, 64);
 	return 0;
 }
 
 /* ---- the upstreams' side -------------------------------------------- */
-
-static void
-up_drop(struct upc *u, int reset)
-{
-	struct linger lg = { 1, 0 };
-
-	if (u->fd == -1)
-		return;
-	if (reset)
-		setsockopt(u->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	SSL_free(u->ssl);
-	close(u->fd);
-	u->ssl = NULL;
-	u->fd = -1;
-	u->ready = 0;
-	u->tx_len = 0;
-}
 
 /* Upstream k: 0 the newest accepted, 1 the one before, ... */
 static struct upc *
@@ -667,74 +273,21 @@ up_pick(struct run *r, unsigned k)
 	return &r->up[(r->up_next + NUP - 1 - k % NUP) % NUP];
 }
 
-/* Accepts, shakes hands, reads what came and writes what waits. */
+/* Accepts (the oldest slot makes room: sluice sees a close), serves. */
 static void
 up_work(struct run *r)
 {
-	uint8_t buf[16384];
 	struct upc *u;
-	int fd, n, one = 1;
 	size_t i;
+	int fd;
 
 	while ((fd = accept(W.lfd, NULL, NULL)) != -1) {
-		/* The oldest slot makes room (sluice sees a close). */
 		u = &r->up[r->up_next];
-		up_drop(u, 0);
 		r->up_next = (r->up_next + 1) % NUP;
-		nonblock(fd);
-		/* Each step's bytes go at once, not after a delayed ACK. */
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		CHECK((u->ssl = SSL_new(W.srv)) != NULL);
-		SSL_set_fd(u->ssl, fd);
-		SSL_set_accept_state(u->ssl);
-		SSL_set_num_tickets(u->ssl, r->tickets);
-		u->fd = fd;
-		u->echo_at = u->len = 0;
+		upc_take(&W, u, fd, r->tickets);
 	}
-	for (i = 0; i < NUP; i++) {
-		u = &r->up[i];
-		if (u->fd == -1)
-			continue;
-		if (!u->ready) {
-			if (SSL_do_handshake(u->ssl) != 1) {
-				int e = SSL_get_error(u->ssl, -1);
-
-				if (e != SSL_ERROR_WANT_READ &&
-				    e != SSL_ERROR_WANT_WRITE)
-					up_drop(u, 0);	/* sluice gave up */
-				ERR_clear_error();
-				continue;
-			}
-			u->ready = 1;
-		}
-		while (r->up_reading &&
-		    (n = SSL_read(u->ssl, buf, sizeof(buf))) > 0) {
-			size_t take = (size_t)n;
-
-			if (take > UP_KEEP - u->len)
-				take = UP_KEEP - u->len;
-			memcpy(u->got + u->len, buf, take);
-			u->len += take;
-		}
-		ERR_clear_error();
-		while (u->tx_len > 0) {
-			n = SSL_write(u->ssl, u->tx, (int)(u->tx_len > 16384 ?
-			    16384 : u->tx_len));
-			if (n <= 0) {
-				ERR_clear_error();
-				break;
-			}
-			memmove(u->tx, u->tx + n, u->tx_len - (size_t)n);
-			u->tx_len -= (size_t)n;
-		}
-	}
-}
-
-static void
-up_send(struct upc *u, const void *p, size_t n)
-{
-	if (u->fd != -1)
-		buf_add(&u->tx, &u->tx_len, &u->tx_cap, p, n);
+	for (i = 0; i < NUP; i++)
+		upc_serve(&r->up[i], r->up_reading);
 }
 
 /*
@@ -749,16 +302,16 @@ up_trailers(struct upc *u)
 	    "Transfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n";
 	const uint8_t *p = u->got + u->echo_at, *end = u->got + u->len, *eol;
 
-	up_send(u, head, sizeof(head) - 1);
+	upc_send(u, head, sizeof(head) - 1);
 	if ((eol = memmem(p, (size_t)(end - p), "\r\n", 2)) != NULL)
 		p = eol + 2;		/* past the request line */
 	while (p < end && (eol = memmem(p, (size_t)(end - p), "\r\n",
 	    2)) != NULL && eol > p) {
 		if (memchr(p, ':', (size_t)(eol - p)) != NULL)
-			up_send(u, p, (size_t)(eol - p) + 2);
+			upc_send(u, p, (size_t)(eol - p) + 2);
 		p = eol + 2;
 	}
-	up_send(u, "\r\n", 2);
+	upc_send(u, "\r\n", 2);
 	u->echo_at = u->len;
 }
 
@@ -774,7 +327,7 @@ up_canned(struct upc *u, unsigned k)
 	if (u->fd == -1)
 		return;
 	if (k < NCANNED - 3) {
-		up_send(u, canned[k].p, canned[k].len);
+		upc_send(u, canned[k].p, canned[k].len);
 		return;
 	}
 	if (k == NCANNED - 1) {
@@ -788,57 +341,29 @@ up_canned(struct upc *u, unsigned k)
 		n = 160;
 		hl = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\n"
 		    "Content-Length: %zu\r\n\r\n", n * sizeof(fill));
-		up_send(u, head, (size_t)hl);
+		upc_send(u, head, (size_t)hl);
 		memset(fill, 'f', sizeof(fill));
 		for (i = 0; i < n; i++)
-			up_send(u, fill, sizeof(fill));
+			upc_send(u, fill, sizeof(fill));
 		return;
 	}
 	/* What it got, framed as a body (the injected credential among it). */
 	n = u->len - u->echo_at;
 	hl = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\n"
 	    "Content-Length: %zu\r\n\r\n", n);
-	up_send(u, head, (size_t)hl);
-	up_send(u, u->got + u->echo_at, n);
-	u->echo_at += n;
+	upc_send(u, head, (size_t)hl);
+	upc_echo(u, n);
 }
 
 /* ---- the sandbox's side: the HTTP/2 client -------------------------- */
-
-/* Whether a form of the injected secret or of the token is in p[0..n). */
-static const char *
-leak_in(const uint8_t *p, size_t n)
-{
-	const struct secret *s = W.secret;
-	size_t i;
-
-	if (n == 0)
-		return NULL;
-	if (memmem(p, n, s->value, s->value_len) != NULL)
-		return "the injected secret";
-	for (i = 0; i < s->nforms; i++)
-		if (memmem(p, n, s->forms[i].p, s->forms[i].len) != NULL)
-			return "a form of the injected secret";
-	for (i = 0; i < W.token->npats; i++)
-		if (memmem(p, n, W.token->pats[i].p,
-		    W.token->pats[i].len) != NULL)
-			return "a form of the minted token";
-	return NULL;
-}
 
 static void
 check_no_leak(const struct run *r, const uint8_t *p, size_t n,
     const char *where)
 {
-	const char *what;
-
 	if (r->policy != 0 || W.no_secret_check)
 		return;
-	if ((what = leak_in(p, n)) != NULL) {
-		fprintf(stderr, "fuzz_h2: %s reached the sandbox (%s)\n", what,
-		    where);
-		abort();
-	}
+	world_check_leak(&W, p, n, where);
 }
 
 static void	invalid(const struct run *, const char *, ...)
@@ -853,7 +378,7 @@ invalid(const struct run *r, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (r->desync || W.no_validity_check)
+	if (r->desync || H.no_validity_check)
 		return;
 	fprintf(stderr, "fuzz_h2: sluice sent invalid HTTP/2: ");
 	va_start(ap, fmt);
@@ -1117,14 +642,9 @@ sb_close(struct run *r)
 	r->sb = -1;
 }
 
-static int
-conn_alive(void)
-{
-	return W.l.nconns > 0;
-}
-
+/* One loop turn and both sides' work (a void *: world_end's too). */
 static void
-turn(struct run *r)
+turn(void *r)
 {
 	event_base_loop(W.base, EVLOOP_NONBLOCK);
 	up_work(r);
@@ -1449,39 +969,23 @@ start_conn(struct run *r, int resume)
 	nonblock(sp[0]);
 	nonblock(sp[1]);
 	r->sb = sp[0];
-	CHECK((r->ssl = SSL_new(W.cli)) != NULL);
+	CHECK((r->ssl = SSL_new(H.cli)) != NULL);
 	SSL_set_fd(r->ssl, sp[0]);
 	SSL_set_connect_state(r->ssl);
 	CHECK(SSL_set_tlsext_host_name(r->ssl, HOST) == 1);
 	CHECK(SSL_set1_host(r->ssl, HOST) == 1);
-	if (resume && W.sess != NULL)
-		SSL_set_session(r->ssl, W.sess);
+	if (resume && H.sess != NULL)
+		SSL_set_session(r->ssl, H.sess);
 	CHECK(SSL_do_handshake(r->ssl) == -1 &&
 	    SSL_get_error(r->ssl, -1) == SSL_ERROR_WANT_READ);
 	while ((n = read(sp[1], hello + len, sizeof(hello) - len)) > 0)
 		len += (size_t)n;
 	CHECK(len > 0 && len < sizeof(hello));
 
-	CHECK((c = conn_new(&W.l, sp[1], LISTEN_TRANSPARENT)) != NULL);
-	CHECK(addr_parse("10.0.0.2", &c->src) == 0);
-	c->src_port = 40000;
-	CHECK(addr_parse(W.up_addr, &c->dst) == 0);
-	c->dst_port = UP_PORT;
-	c->sb = &W.sb;
-	c->pol = W.pol[r->policy];
-	snprintf(c->policy_name, sizeof(c->policy_name), "%s",
-	    c->pol->name);
-	c->counter = sb_counter_ref(W.counter);
-	atomic_fetch_add(&W.counter->conns, 1);
-	c->proto = SNIFF_TLS;
-	snprintf(c->name, sizeof(c->name), "%s", HOST);
+	c = world_conn(&W, sp[1], r->policy, SNIFF_TLS, UP_PORT, hello, len);
 	c->dec.verdict = VERDICT_INTERCEPT;
 	c->dec.reason = "intercept";
 	c->dec.alpn = &c->pol->alpn;
-	c->peekcap = len;
-	CHECK((c->peek = malloc(c->peekcap)) != NULL);
-	memcpy(c->peek, hello, len);
-	c->peeklen = len;
 	icpt_start(c);
 }
 
@@ -1571,31 +1075,25 @@ step(struct run *r, uint8_t op, const uint8_t *data, size_t size,
 	case 7:
 		a0 = arg(data, size, at);
 		b = arg_bytes(data, size, at, &n);
-		up_send(up_pick(r, a0), b, n);
+		upc_send(up_pick(r, a0), b, n);
 		break;
-	case 8: {
-		struct upc *u = up_pick(r, arg(data, size, at));
-
-		n = (size_t)arg(data, size, at) * 4;
-		if (n > u->len - u->echo_at)
-			n = u->len - u->echo_at;
-		up_send(u, u->got + u->echo_at, n);
-		u->echo_at += n;
+	case 8:
+		a0 = arg(data, size, at);
+		upc_echo(up_pick(r, a0), (size_t)arg(data, size, at) * 4);
 		break;
-	}
 	case 9: {
 		struct upc *u = up_pick(r, arg(data, size, at));
 
 		a1 = arg(data, size, at);
 		if (a1 % 3 == 0)
-			up_drop(u, 1);
+			upc_drop(u, 1);
 		else if (a1 % 3 == 1) {
 			if (u->fd != -1 && u->ready) {
 				up_work(r);	/* what waits goes first */
 				SSL_shutdown(u->ssl);
 				ERR_clear_error();
 			}
-			up_drop(u, 0);
+			upc_drop(u, 0);
 		} else if (u->fd != -1) {
 			up_work(r);
 			shutdown(u->fd, SHUT_WR);
@@ -1656,7 +1154,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t *sb_buf;
 	static struct run r;
-	size_t at = 1, steps = 0, entries = 0, i;
+	size_t at = 1, steps = 0, i;
 
 	if (size < 1 || W.skip)
 		return 0;
@@ -1668,13 +1166,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r.sb_got = sb_buf;
 	for (i = 0; i < NUP; i++) {
 		r.up[i].fd = -1;
-		r.up[i].got = W.up_got[i];
+		r.up[i].got = H.up_got[i];
 	}
 	r.policy = data[0] & 1;
 	r.tickets = (data[0] >> 1) & 1;
 	r.manual_window = (data[0] >> 2) & 1;
 	r.small_window = (data[0] >> 3) & 1;
-	CHECK((W.l.upool = upool_new(W.base)) != NULL);
+	world_begin(&W);
 
 	start_conn(&r, (data[0] >> 4) & 1);
 	for (i = 0; i < HS_TURNS && !r.hs_done; i++)
@@ -1693,30 +1191,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Both sides read what is owed, then go; the conn must follow. */
 	r.sb_reading = r.up_reading = 1;
 	r.sb_corked = 0;
-	for (i = 0; i < 8 && conn_alive(); i++)
+	for (i = 0; i < 8 && world_alive(&W); i++)
 		turn(&r);
 	sb_work(&r);
 	sb_close(&r);
 	for (i = 0; i < NUP; i++)
-		up_drop(&r.up[i], 0);
-	for (i = 0; i < MAX_TURNS && conn_alive(); i++)
-		turn(&r);
-	if (conn_alive())
-		conn_close(TAILQ_FIRST(&W.l.conns), "fuzz-end");
-	/* The deferred frees: the conn's, its streams', discarded upstreams'. */
-	for (i = 0; i < 4; i++)
-		turn(&r);
-	CHECK(W.l.nconns == 0);
-	/* No request started a mint: each found the token put in at start. */
-	mintcache_each(W.l.mints, time(NULL), count_entry, &entries);
-	CHECK(entries == 1);
-	upool_free(W.l.upool);
-	W.l.upool = NULL;
-	event_base_loop(W.base, EVLOOP_NONBLOCK);
+		upc_drop(&r.up[i], 0);
+	world_end(&W, turn, &r);
 	/* Whatever was accepted meanwhile (nothing should be). */
 	up_work(&r);
 	for (i = 0; i < NUP; i++)
-		up_drop(&r.up[i], 0);
+		upc_drop(&r.up[i], 0);
 	if (W.debug) {
 		size_t got = 0;
 
