@@ -34,6 +34,8 @@
 #             next connection is served
 #   slow_head a header block never finished: the stream is reset
 #   tiny_data DATA a byte a frame: the upload arrives whole
+#   idle_mem  300 idle connections: the worker's RSS per connection
+#             (printed; at most 64 KiB, ten times that under ASan)
 #   window    a client that never opens its window: the session holds a
 #             bounded amount, and others are served meanwhile
 #   daemon_*  sluiced is the same process throughout, and ends well
@@ -45,6 +47,8 @@
 check_needs curl nghttp h2load nghttpd openssl dnsmasq ss timeout jq
 
 check_work h2
+SAN_FACTOR=1
+nm -D "$SLUICED" 2>/dev/null | grep -q __asan_init && SAN_FACTOR=10
 # The clients need python3-h2 and python3-grpcio (Debian's python3 has
 # them once contrib/install-deps-debian.sh ran): a missing one fails.
 for p in "$PY" /usr/bin/python3; do
@@ -544,6 +548,33 @@ window() {
 	daemon_same
 }
 check window window
+
+# KiB of the worker's RSS for each idle HTTP/2 connection (printed, and
+# bounded: a session holds no request state while idle)
+idle_mem() {
+	local wpid before after ipid n=300
+	api GET /v1/status
+	wpid=$(jq '.processes[] | select(.role == "worker") | .pid' <<<"$out")
+	before=$(awk '/^VmRSS/ {print $2}' "/proc/$wpid/status")
+	rm -f "$WORK/idle.ready"
+	ip netns exec "$NS_SB" "$PY" "$H2C" 198.18.1.10:443 --name allowed.test \
+	    --ca "$BOX_CA" --idle $n --ready "$WORK/idle.ready" --timeout 6 \
+	    >"$WORK/idle.out" 2>&1 &
+	ipid=$!
+	world_wait_file "$WORK/idle.ready" 300 ||
+	    { why="the idle connections: $(cat "$WORK/idle.out")"; kill $ipid; return 1; }
+	sleep 1
+	after=$(awk '/^VmRSS/ {print $2}' "/proc/$wpid/status")
+	wait $ipid
+	last="$n idle h2 connections"
+	echo "    idle h2: $(( (after - before) / n )) KiB a connection ($before -> $after KiB for $n)"
+	# 41 KiB in an -O2 build; AddressSanitizer's redzones and quarantine
+	# make it ten times that
+	[ $(( (after - before) / n )) -le $((64 * ${SAN_FACTOR:-1})) ] ||
+	    { why="$(( (after - before) / n )) KiB per idle connection"; return 1; }
+	daemon_same
+}
+check idle_mem idle_mem
 
 check daemon_same daemon_same
 check daemon_ends daemon_ends

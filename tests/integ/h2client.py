@@ -62,8 +62,12 @@ def main():
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--timeout", type=float, default=8)
     ap.add_argument("--window", type=int)
+    ap.add_argument("--idle", type=int, default=0)
+    ap.add_argument("--ready")
     a = ap.parse_args()
     host, port = a.addr.rsplit(":", 1)
+    if a.idle:
+        return hold_idle(a, host.strip("[]"), int(port))
     ctx = ssl.create_default_context(cafile=a.ca)
     ctx.set_alpn_protocols(["h2"])
     raw = socket.create_connection((host.strip("[]"), int(port)), timeout=a.timeout)
@@ -152,6 +156,30 @@ def main():
             s["body"] = s["body"].hex()
         print(json.dumps(s))
     print(json.dumps(out))
+
+
+def hold_idle(a, host, port):
+    """--idle N: N connections that say the preface and SETTINGS, read
+    the server's, and then stay idle for --timeout s; --ready FILE is
+    written once all are up."""
+    ctx = ssl.create_default_context(cafile=a.ca)
+    ctx.set_alpn_protocols(["h2"])
+    socks = []
+    for _ in range(a.idle):
+        s = ctx.wrap_socket(socket.create_connection((host, port), timeout=10),
+                            server_hostname=a.name)
+        if s.selected_alpn_protocol() != "h2":
+            print(json.dumps({"end": "no-h2", "held": len(socks)}))
+            return 1
+        s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(FRAME_SETTINGS, 0, 0))
+        s.recv(65536)
+        socks.append(s)
+    if a.ready:
+        with open(a.ready, "w") as f:
+            f.write("%d\n" % len(socks))
+    time.sleep(a.timeout)
+    print(json.dumps({"end": "done", "held": len(socks)}))
+    return 0
 
 
 def reads(sock, timeout, out):
