@@ -2,17 +2,16 @@
  * h2.c: HTTP/2 from the sandbox (see h2.h).  nghttp2 does the framing,
  * HPACK, flow control and the protocol's own checks (pseudo-headers,
  * connection-specific headers, content-length against DATA); this file
- * turns each stream into a request for an icpt of its own and its answer
- * back into frames, and watches for abuse.
+ * turns each stream into a request for an icpt of its own, hands its
+ * answer to h2_answer.c, and watches for abuse.
  *
  * A stream's life: its head is collected (HEADERS and CONTINUATION),
  * then written as an HTTP/1.1 head into the pipe of a new icpt, with
  * "connection: close" so that icpt ends after the one answer; its DATA
  * follows (chunked when no content-length was given), and the window is
  * given back only as that icpt takes the bytes, so what a stream buffers
- * is bounded by the window we advertise.  The answer is parsed out of the
- * pipe (parse/httpresp.h), its head becomes HEADERS and its body DATA.
- * The stream's memory goes once both nghttp2 and its icpt are done with
+ * is bounded by the window we advertise.  The answer comes back through
+ * the pipe (h2_answer.c).  The stream's memory goes once both nghttp2 and its icpt are done with
  * it, on a later loop turn.
  */
 #include "autoconf.h"
@@ -45,11 +44,10 @@
 #include "conn/icpt.h"
 #include "conn/icpt_int.h"
 
-/* Answer bytes held for the sandbox: one stream's, and all of a session's. */
-#define H2_STREAM_OUT		(64u * 1024)
+#include "conn/h2_int.h"
+
 /* Streams whose icpt may be opening an upstream at once. */
 #define H2_MAX_STARTING		8
-#define H2_CONN_OUT		(1024u * 1024)
 /* The windows we advertise: what a stream, and all of them, may send ahead. */
 #define H2_STREAM_WINDOW	(64u * 1024)
 #define H2_CONN_WINDOW		(1024u * 1024)
@@ -66,76 +64,6 @@
 #define H2_OWNRST_RATE		10
 #define H2_EMPTY_BURST		100	/* DATA without data nor END_STREAM */
 #define H2_EMPTY_RATE		20
-
-struct h2_bucket {
-	uint64_t	 at;		/* mono ms of the last refill; 0: full */
-	unsigned	 tokens;
-};
-
-/* The request side of a stream. */
-enum h2s_rq {
-	H2Q_HEAD,	/* its head is being read */
-	H2Q_BODY,	/* its icpt runs; DATA goes into its pipe */
-	H2Q_ENDED,	/* END_STREAM came: nothing more from the sandbox */
-};
-
-/* The answer side of a stream. */
-enum h2s_rs {
-	H2R_WAIT,	/* no head yet from its icpt */
-	H2R_BODY,	/* HEADERS submitted; DATA as it comes */
-	H2R_DROP,	/* answered already (gRPC trailers-only): the rest is dropped */
-	H2R_ENDED,	/* the whole answer is with nghttp2 */
-	H2R_RESET,	/* reset: nothing more goes */
-};
-
-struct h2s {
-	struct h2	*h;
-	struct h2s	*next;		/* h->live or h->dead */
-	int32_t		 id;
-	enum h2s_rq	 rq;
-	enum h2s_rs	 rs;
-	struct icpt	*ic;		/* from the end of its head */
-	struct tstream	*pipe;		/* ic's down (ic owns it) */
-	int		 ic_over;	/* its icpt ended (h2_stream_over) */
-	int		 closed;	/* nghttp2 closed the stream */
-	int		 grpc;		/* content-type application/grpc... */
-	int		 chunked;	/* its body goes into the pipe chunked */
-	int		 deferred;	/* nghttp2 waits for out */
-	/* The head, while it is read. */
-	struct evbuffer	*lines;		/* "name: value\r\n" */
-	struct evbuffer	*cookie;	/* the cookie crumbs, "; "-joined */
-	char		 method[24];
-	char		*path;
-	char		 authority[HTTP_HOST_BUFSZ + 8];
-	char		 host[HTTP_HOST_BUFSZ + 8];	/* a host header */
-	size_t		 hsize;		/* the header list's size (RFC 9113 6.5.2) */
-	int		 has_length;
-	/* DATA bytes whose window was not given back yet. */
-	size_t		 unconsumed;
-	/* The answer. */
-	struct http_resps *resps;
-	int		 resp_chunked;
-	struct dechunk	 dc;
-	struct evbuffer	*out;		/* body bytes for nghttp2 */
-	struct evbuffer	*trailers;	/* its trailer section, as it came */
-	struct evbuffer	*gather;	/* chunked: DATA not yet framed */
-	uint64_t	 born;		/* mono ms of its first HEADERS */
-};
-
-struct h2 {
-	struct icpt	*ic;		/* the connection's */
-	nghttp2_session	*ng;
-	struct h2s	*live;
-	struct h2s	*dead;		/* freed on the next loop turn */
-	struct event	*reap;
-	unsigned	 nlive;
-	size_t		 out;		/* every stream's out */
-	int		 closed;	/* h2_close ran */
-	const char	*abuse;		/* why we sent ENHANCE_YOUR_CALM */
-	int		 upstream_seen;	/* a stream's upstream was ready once */
-	unsigned	 nstarting;	/* starting_count(), as of this step */
-	struct h2_bucket ctrl, resets, ownrst, empty;
-};
 
 static void	stream_free(struct h2s *s);
 static void	stream_gathered(struct h2s *s);
@@ -253,9 +181,8 @@ stream_giveback(struct h2s *s)
 		nghttp2_session_consume(s->h->ng, s->id, n);
 }
 
-/* Resets a stream we can no longer answer (unless it is over). */
-static void
-stream_reset(struct h2s *s, uint32_t code)
+void
+h2_stream_reset(struct h2s *s, uint32_t code)
 {
 	if (s->rs == H2R_RESET || s->rs == H2R_ENDED || s->closed)
 		return;
@@ -285,16 +212,6 @@ pseudo_copy(char *buf, size_t cap, const uint8_t *v, size_t len)
 	memcpy(buf, v, len);
 	buf[len] = '\0';
 	return 0;
-}
-
-static int
-is_grpc(const uint8_t *v, size_t len)
-{
-	static const char g[] = "application/grpc";
-
-	return len >= sizeof(g) - 1 && memcmp(v, g, sizeof(g) - 1) == 0 &&
-	    (len == sizeof(g) - 1 || v[sizeof(g) - 1] == '+' ||
-	    v[sizeof(g) - 1] == ';');
 }
 
 /*
@@ -424,8 +341,7 @@ stream_start(struct h2s *s, int end)
 	if ((s->resps = resps_take(c)) == NULL ||
 	    http_resps_expect(s->resps, expect) != 0 ||
 	    http_resps_last(s->resps) != 0 ||
-	    (s->trailers = evbuffer_new()) == NULL ||
-	    (s->gather = evbuffer_new()) == NULL ||
+	    (s->chunked && (s->gather = evbuffer_new()) == NULL) ||
 	    evbuffer_add_cb(in, pipe_in_cb, s) == NULL) {
 		tstream_free(s->pipe);
 		s->pipe = NULL;
@@ -455,277 +371,6 @@ stream_req_end(struct h2s *s)
 		evbuffer_add(tstream_input(s->pipe), "0\r\n\r\n", 5);
 	}
 	tstream_pipe_pushed(s->pipe);
-}
-
-/* ---- the answer ----------------------------------------------------- */
-
-static int
-trailers_add(void *arg, const uint8_t *p, size_t n)
-{
-	struct h2s *s = arg;
-
-	return evbuffer_add(s->trailers, p, n);
-}
-
-/*
- * The trailer section (field lines the parser checked, and the final
- * CRLF) as HEADERS after the last DATA: 0, or -1.
- */
-static int
-send_trailers(struct h2s *s)
-{
-	nghttp2_nv nv[HTTP_MAX_HEADERS];
-	size_t len = evbuffer_get_length(s->trailers), n = 0, k, vlen;
-	char *p, *end, *eol, *colon, *v;
-
-	if ((p = (char *)evbuffer_pullup(s->trailers, (ssize_t)len)) == NULL)
-		return -1;
-	for (end = p + len; p < end && n < HTTP_MAX_HEADERS; p = eol + 2) {
-		if ((eol = memchr(p, '\r', (size_t)(end - p))) == NULL ||
-		    eol == p)
-			break;		/* the empty line: the end */
-		if ((colon = memchr(p, ':', (size_t)(eol - p))) == NULL)
-			return -1;
-		for (k = 0; p + k < colon; k++)
-			if (p[k] >= 'A' && p[k] <= 'Z')
-				p[k] = (char)(p[k] + 32);
-		/*
-		 * What HTTP/2 forbids in any field section (RFC 9113 8.2.2),
-		 * and framing in trailers (RFC 9110 6.5.1), as the upstream
-		 * may send them: a client would reset the stream.
-		 */
-		if (http2_forbidden(p, k) || (k == 14 &&
-		    memcmp(p, "content-length", 14) == 0) ||
-		    (k == 4 && memcmp(p, "host", 4) == 0))
-			continue;
-		for (v = colon + 1; v < eol && (*v == ' ' || *v == '\t'); v++)
-			;
-		for (vlen = (size_t)(eol - v); vlen > 0 &&
-		    (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'); vlen--)
-			;
-		nv[n].name = (uint8_t *)p;
-		nv[n].namelen = (size_t)(colon - p);
-		nv[n].value = (uint8_t *)v;
-		nv[n].valuelen = vlen;
-		nv[n++].flags = NGHTTP2_NV_FLAG_NONE;
-	}
-	return nghttp2_submit_trailer(s->h->ng, s->id, nv, n) == 0 ? 0 : -1;
-}
-
-static ssize_t
-data_read_cb(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
-    uint32_t *flags, nghttp2_data_source *src, void *arg)
-{
-	struct h2s *s = src->ptr;
-	struct h2 *h = arg;
-	int n;
-
-	n = evbuffer_remove(s->out, buf, length);
-	if (n < 0)
-		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-	h->out -= (size_t)n;
-	if (evbuffer_get_length(s->out) == 0 && s->rs == H2R_ENDED) {
-		*flags |= NGHTTP2_DATA_FLAG_EOF;
-		/* Trailers end the stream instead (gRPC's status is there). */
-		if (evbuffer_get_length(s->trailers) > 2) {
-			*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-			if (send_trailers(s) != 0)
-				return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-		}
-	} else if (n == 0) {
-		s->deferred = 1;
-		return NGHTTP2_ERR_DEFERRED;
-	}
-	if (n > 0)
-		icpt_step(h->ic);	/* more may be taken from the pipe */
-	return n;
-}
-
-/* The gRPC status for sluice's own answer of status (grpc/status.h codes). */
-static const char *
-grpc_code(int status)
-{
-	switch (status) {
-	case 401: case 403:
-		return "7";	/* PERMISSION_DENIED */
-	case 429:
-		return "8";	/* RESOURCE_EXHAUSTED */
-	case 421: case 502: case 503: case 504:
-		return "14";	/* UNAVAILABLE */
-	case 400: case 411: case 413: case 431:
-		return "3";	/* INVALID_ARGUMENT */
-	default:
-		return "13";	/* INTERNAL */
-	}
-}
-
-#define NV(n, v, vl) { (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, (vl), \
-	NGHTTP2_NV_FLAG_NONE }
-
-/*
- * sluice refused a gRPC call: the client gets a status it understands, in
- * a trailers-only answer, and the JSON body is dropped.
- */
-static int
-answer_grpc(struct h2s *s)
-{
-	char msg[160];
-	const char *code = grpc_code(s->ic->own_answer);
-	int n;
-
-	n = snprintf(msg, sizeof(msg), "sluice: %s (%s)",
-	    s->ic->own_answer == 403 ? "denied by the sandbox's egress policy" :
-	    "refused", s->ic->own_reason ? s->ic->own_reason : "refused");
-	if (n < 0 || (size_t)n >= sizeof(msg))
-		n = (int)strlen(msg);
-	/* Every byte of msg is printable ASCII but '%': percent-encoding needs none. */
-	nghttp2_nv nv[] = {
-		NV(":status", "200", 3),
-		NV("content-type", "application/grpc", 16),
-		NV("grpc-status", code, strlen(code)),
-		NV("grpc-message", msg, (size_t)n),
-	};
-	s->rs = H2R_DROP;
-	return nghttp2_submit_response(s->h->ng, s->id, nv, 4, NULL);
-}
-
-/*
- * The answer's head: HEADERS, its names in lower case, hop-by-hop gone.
- * An interim one (1xx: 100 Continue, 103) goes as HEADERS of its own
- * before the final one.
- */
-static int
-answer_head(struct h2s *s, const struct http_resp_head *rh)
-{
-	nghttp2_nv nv[HTTP_MAX_HEADERS + 1];
-	nghttp2_data_provider dp;
-	char status[4], *names = NULL, *p;
-	size_t i, n = 0, total = 0;
-	int interim = rh->informational, r;
-
-	if (s->ic->own_answer != 0 && s->grpc && !interim)
-		return answer_grpc(s);
-	for (i = 0; i < rh->nheaders; i++)
-		total += rh->headers[i].name_len + 1;
-	if ((names = malloc(total + 1)) == NULL)
-		return -1;
-	snprintf(status, sizeof(status), "%03u", rh->status);
-	nv[n++] = (nghttp2_nv)NV(":status", status, 3);
-	p = names;
-	s->resp_chunked = 0;
-	for (i = 0; i < rh->nheaders && n < HTTP_MAX_HEADERS + 1; i++) {
-		const struct http_header *x = &rh->headers[i];
-		size_t k;
-
-		if (x->name_len == 17 &&
-		    strncasecmp(x->name, "transfer-encoding", 17) == 0)
-			s->resp_chunked = 1;	/* the parser allows chunked alone */
-		if (http2_forbidden(x->name, x->name_len))
-			continue;
-		/* None in a 1xx or 204 (RFC 9110 8.6); HTTP/1.1 let "0" by. */
-		if ((rh->status / 100 == 1 || rh->status == 204) &&
-		    x->name_len == 14 &&
-		    strncasecmp(x->name, "content-length", 14) == 0)
-			continue;
-		for (k = 0; k < x->name_len; k++)
-			p[k] = (char)((x->name[k] >= 'A' && x->name[k] <= 'Z') ?
-			    x->name[k] + 32 : x->name[k]);
-		nv[n].name = (uint8_t *)p;
-		nv[n].namelen = x->name_len;
-		nv[n].value = (uint8_t *)x->value;
-		nv[n].valuelen = x->value_len;
-		nv[n].flags = NGHTTP2_NV_FLAG_NONE;
-		p += x->name_len;
-		n++;
-	}
-	if (interim) {
-		r = nghttp2_submit_headers(s->h->ng, NGHTTP2_FLAG_NONE, s->id,
-		    NULL, nv, n, NULL);
-		free(names);
-		return r < 0 ? r : 0;
-	}
-	dechunk_init(&s->dc);
-	dechunk_trailers(&s->dc, trailers_add);
-	dp.source.ptr = s;
-	dp.read_callback = data_read_cb;
-	s->rs = H2R_BODY;
-	r = nghttp2_submit_response(s->h->ng, s->id, nv, n, &dp);
-	free(names);
-	return r;
-}
-
-static int
-out_add(void *arg, const uint8_t *p, size_t n)
-{
-	struct h2s *s = arg;
-
-	if (evbuffer_add(s->out, p, n) != 0)
-		return -1;
-	s->h->out += n;
-	return 0;
-}
-
-/* Body bytes of the answer, in its HTTP/1.1 framing. */
-static int
-answer_body(struct h2s *s, const uint8_t *p, size_t n)
-{
-	if (n == 0 || s->rs != H2R_BODY)
-		return 0;
-	if (s->resp_chunked)
-		return dechunk_feed(&s->dc, p, n, out_add, s);
-	return out_add(s, p, n);
-}
-
-/* nghttp2 waits for body bytes that are there now. */
-static void
-answer_resume(struct h2s *s)
-{
-	if (s->deferred && (evbuffer_get_length(s->out) > 0 ||
-	    s->rs == H2R_ENDED)) {
-		s->deferred = 0;
-		nghttp2_session_resume_data(s->h->ng, s->id);
-	}
-}
-
-/*
- * What the stream's icpt answered, moved from its pipe into frames while
- * the stream's and the session's bounds allow.
- */
-static void
-answer_pump(struct h2s *s)
-{
-	struct h2 *h = s->h;
-	struct evbuffer *from = tstream_output(s->pipe);
-	const struct http_resp_head *rh;
-	enum http_resp_ev ev;
-	size_t len, used, took = 0;
-	uint8_t *data;
-
-	while ((len = evbuffer_get_contiguous_space(from)) > 0 &&
-	    s->rs < H2R_ENDED && evbuffer_get_length(s->out) < H2_STREAM_OUT &&
-	    h->out < H2_CONN_OUT) {
-		data = evbuffer_pullup(from, (ssize_t)len);
-		ev = http_resps_feed(s->resps, data, len, &used, &rh, NULL);
-		if (ev == HTTP_RESP_INVALID || ev == HTTP_RESP_TUNNEL ||
-		    (ev == HTTP_RESP_HEAD && answer_head(s, rh) != 0) ||
-		    ((ev == HTTP_RESP_NEED_MORE || ev == HTTP_RESP_END) &&
-		    answer_body(s, data, used) != 0)) {
-			stream_reset(s, NGHTTP2_INTERNAL_ERROR);
-			break;
-		}
-		evbuffer_drain(from, used);
-		took += used;
-		if (ev == HTTP_RESP_END && (s->rs == H2R_BODY ||
-		    s->rs == H2R_DROP) && rh != NULL && !rh->informational)
-			s->rs = H2R_ENDED;
-		if (ev == HTTP_RESP_NEED_MORE && used == 0)
-			break;
-	}
-	if (s->rs == H2R_RESET || s->rs == H2R_ENDED)
-		evbuffer_drain(from, evbuffer_get_length(from));
-	answer_resume(s);
-	if (took > 0 || tstream_pipe_closing(s->pipe))
-		tstream_pipe_drained(s->pipe);
 }
 
 /* ---- nghttp2's callbacks: they record, the step acts ----------------- */
@@ -811,7 +456,7 @@ on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
 	if (nlen == 14 && memcmp(name, "content-length", 14) == 0)
 		s->has_length = 1;
 	if (nlen == 12 && memcmp(name, "content-type", 12) == 0)
-		s->grpc = is_grpc(value, vlen);
+		s->grpc = http_grpc_type((const char *)value, vlen);
 	return head_line(s, name, nlen, value, vlen) == 0 ? 0 :
 	    NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 }
@@ -1006,7 +651,7 @@ streams_step(struct h2 *h)
 		if (oldest == NULL)
 			break;
 		if (stream_run(oldest) != 0) {
-			stream_reset(oldest, NGHTTP2_INTERNAL_ERROR);
+			h2_stream_reset(oldest, NGHTTP2_INTERNAL_ERROR);
 			break;
 		}
 	}
@@ -1016,10 +661,10 @@ streams_step(struct h2 *h)
 			stream_gathered(s);
 		if (s->ic != NULL && !s->ic_over) {
 			stream_consume(s);
-			answer_pump(s);
+			h2_answer_pump(s);
 		}
 		if (s->ic_over && s->rs < H2R_ENDED)
-			stream_reset(s, NGHTTP2_INTERNAL_ERROR);	/* cut short */
+			h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR);	/* cut short */
 		if (s->ic_over || s->closed)
 			stream_giveback(s);
 		if (!s->closed || (s->ic != NULL && !s->ic_over)) {
@@ -1045,7 +690,7 @@ h2_stream_over(struct h2s *s, const char *reason)
 	s->ic_over = 1;
 	/* What it answered is still in its pipe: taken before it goes. */
 	if (s->rs < H2R_ENDED)
-		answer_pump(s);
+		h2_answer_pump(s);
 	event_active(s->h->ic->wake, 0, 1);
 }
 
@@ -1125,7 +770,7 @@ h2_timer(struct h2 *h, uint64_t now)
 		    now - s->born >= c->l->cfg->timeouts.handshake :
 		    now - s->born >= c->l->cfg->timeouts.idle))
 			/* A head never finished, or a wait for a start too long. */
-			stream_reset(s, s->rq == H2Q_HEAD ? NGHTTP2_CANCEL :
+			h2_stream_reset(s, s->rq == H2Q_HEAD ? NGHTTP2_CANCEL :
 			    NGHTTP2_REFUSED_STREAM);
 	}
 	if (h->nlive == 0 && now - c->last_active >= c->l->cfg->timeouts.idle)

@@ -46,6 +46,7 @@
 #include "keys/ca.h"
 #include "keys/secrets.h"
 #include "keys/tlsterm.h"
+#include "keys/tlsup.h"
 #include "audit/arec.h"
 #include "audit/audit.h"
 #include "loop/half.h"
@@ -381,17 +382,6 @@ flow(struct icpt *ic)
 		    icpt_down_queued(ic) <= ic->high);
 }
 
-/* Whether the sandbox and we agreed on HTTP/2 in the handshake. */
-static int
-alpn_is_h2(struct icpt *ic)
-{
-	const unsigned char *p;
-	unsigned len = 0;
-
-	SSL_get0_alpn_selected(tstream_ssl(ic->down), &p, &len);
-	return len == 2 && p[0] == 'h' && p[1] == '2';
-}
-
 /* The sandbox's events, as down_event_cb recorded them. */
 static void
 down_events(struct icpt *ic)
@@ -405,7 +395,7 @@ down_events(struct icpt *ic)
 		evtimer_del(c->timer);
 		conn_arm_timer(c, c->l->cfg->timeouts.idle);
 		what &= ~TSTREAM_CONNECTED;
-		if (!alpn_is_h2(ic))
+		if (!tlsup_is_h2(tstream_ssl(ic->down)))	/* ALPN chose h2 */
 			icpt_rq_set(ic, RQ_HEAD);
 		else if ((ic->h2 = h2_new(ic)) == NULL) {
 			icpt_end(ic, "out-of-memory");

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include <event2/buffer.h>
@@ -529,27 +528,25 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 	return q;
 }
 
-/* Whether inj sets the header name (lower case) already. */
-static int
-inject_sets(const struct inject *inj, const char *name)
+/*
+ * A gRPC answer to a credential must be readable too: its messages
+ * uncompressed, as Accept-Encoding: identity asks of HTTP's (unless the
+ * rule sets grpc-accept-encoding itself).
+ */
+static void
+grpc_identity(const struct http_head *h, struct inject *inj)
 {
+	const struct http_header *ct = http_head_get(h, "content-type");
 	size_t i;
 
+	if (ct == NULL || !http_grpc_type(ct->value, ct->value_len) ||
+	    inj->nadd == INJECT_MAX_ADD)
+		return;
 	for (i = 0; i < inj->nadd; i++)
-		if (strcmp(inj->add[i].name, name) == 0)
-			return 1;
-	return 0;
-}
-
-/* Whether h is a gRPC call (content-type application/grpc...). */
-static int
-grpc_request(const struct http_head *h)
-{
-	const struct http_header *x = http_head_get(h, "content-type");
-
-	return x != NULL && x->value_len >= 16 &&
-	    strncasecmp(x->value, "application/grpc", 16) == 0 &&
-	    (x->value_len == 16 || x->value[16] == '+' || x->value[16] == ';');
+		if (strcmp(inj->add[i].name, "grpc-accept-encoding") == 0)
+			return;
+	inj->add[inj->nadd].name = "grpc-accept-encoding";
+	inj->add[inj->nadd++].value = "identity";
 }
 
 /*
@@ -572,15 +569,8 @@ forward_head(struct icpt *ic, const struct http_head *h,
 	if (icpt_prepare_up(ic, h, rule, inj) != 0 ||
 	    (inj != NULL && icpt_budget_take(ic, inj) != 0))
 		return -1;
-	/*
-	 * A gRPC answer to a credential must be readable too: its messages
-	 * uncompressed (as Accept-Encoding: identity is for HTTP's).
-	 */
-	if (inj != NULL && grpc_request(h) && inj->nadd < INJECT_MAX_ADD &&
-	    !inject_sets(inj, "grpc-accept-encoding")) {
-		inj->add[inj->nadd].name = "grpc-accept-encoding";
-		inj->add[inj->nadd++].value = "identity";
-	}
+	if (inj != NULL)
+		grpc_identity(h, inj);
 	/*
 	 * Written in place at the end of the upstream's queue: no copy.  An
 	 * injected head waits in held until its record is queued (and, with

@@ -96,7 +96,7 @@ int	tlsup_ssl_new_as(SSL_CTX *ctx, const char *sandbox, const char *host,
 /*
  * The SSL offers ALPN "h2" before "http/1.1" (an upstream for HTTP/2
  * streams: one connection carries them all); 0 or SL_ERR_NOMEM.
- * tlsup_is_h2: the handshake chose h2.
+ * tlsup_is_h2: the handshake chose h2 (of any SSL, server side too).
  */
 int	tlsup_offer_h2(SSL *ssl);
 int	tlsup_is_h2(SSL *ssl);

@@ -232,8 +232,8 @@ ups_submit(struct h2ups *s, const struct http_head *h)
 			alen = h->headers[i].value_len;
 		}
 		if (ascii_eq(h->headers[i].name, h->headers[i].name_len,
-		    "content-type") && h->headers[i].value_len >= 16 &&
-		    strncmp(h->headers[i].value, "application/grpc", 16) == 0)
+		    "content-type") && http_grpc_type(h->headers[i].value,
+		    h->headers[i].value_len))
 			grpc = 1;
 	}
 	if (authority == NULL || (lower = malloc(total + 1)) == NULL) {

@@ -49,6 +49,16 @@ http2_forbidden(const char *name, size_t len)
 	    ascii_eq(name, len, "trailer");
 }
 
+int
+http_grpc_type(const char *v, size_t len)
+{
+	static const char g[] = "application/grpc";
+	size_t n = sizeof(g) - 1;
+
+	return len >= n && ascii_caseeq(v, g, n) &&
+	    (len == n || v[n] == '+' || v[n] == ';');
+}
+
 /* v[0..len) as a comma-separated list contains the element name[0..nlen). */
 static int
 list_has(const char *v, size_t len, const char *name, size_t nlen)

@@ -75,6 +75,11 @@ int	http_hop_by_hop(const char *name, size_t len);
  * and Trailer.  Other Proxy-* fields are end-to-end there (Proxy-Status).
  */
 int	http2_forbidden(const char *name, size_t len);
+/*
+ * Whether a Content-Type value v[0..len) is gRPC's: application/grpc,
+ * alone or with a "+proto" or ";" after it, in any case.
+ */
+int	http_grpc_type(const char *v, size_t len);
 int	http_conn_names(const struct http_header *hdrs, size_t n,
 	    const char *name, size_t len);
 
