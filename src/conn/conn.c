@@ -1054,3 +1054,10 @@ conn_audit_durable(struct conn *c, uint64_t durable, int failed)
 	if (c->state == CS_ICPT && c->icpt != NULL)
 		icpt_audit_durable(c->icpt, durable, failed);
 }
+
+void
+conn_drain(struct conn *c)
+{
+	if (c->state == CS_ICPT && c->icpt != NULL)
+		icpt_drain(c->icpt);
+}

@@ -115,4 +115,11 @@ void	conn_rejudge(struct conn *c);
  */
 void	conn_audit_durable(struct conn *c, uint64_t durable, int failed);
 
+/*
+ * The worker drains (no new connection is taken): an HTTP/2 connection
+ * says GOAWAY (NO_ERROR) so that its client opens no new stream there;
+ * the streams under way finish, and then it ends.
+ */
+void	conn_drain(struct conn *c);
+
 #endif

@@ -190,15 +190,15 @@ h2_stream_reset(struct h2s *s, uint32_t code)
 	nghttp2_submit_rst_stream(s->h->ng, NGHTTP2_FLAG_NONE, s->id, code);
 }
 
-/* Adds a header line "name: value" of the head being read. */
+/* Adds a field line "name: value" to b (the head's, or the trailers'). */
 static int
-head_line(struct h2s *s, const uint8_t *name, size_t nlen,
+head_line(struct evbuffer *b, const uint8_t *name, size_t nlen,
     const uint8_t *value, size_t vlen)
 {
-	if (evbuffer_add(s->lines, name, nlen) != 0 ||
-	    evbuffer_add(s->lines, ": ", 2) != 0 ||
-	    evbuffer_add(s->lines, value, vlen) != 0 ||
-	    evbuffer_add(s->lines, "\r\n", 2) != 0)
+	if (evbuffer_add(b, name, nlen) != 0 ||
+	    evbuffer_add(b, ": ", 2) != 0 ||
+	    evbuffer_add(b, value, vlen) != 0 ||
+	    evbuffer_add(b, "\r\n", 2) != 0)
 		return -1;
 	return 0;
 }
@@ -282,20 +282,6 @@ stream_run(struct h2s *s)
 	return 0;
 }
 
-/* A response parser, from the loop's or new; NULL when out of memory. */
-static struct http_resps *
-resps_take(struct conn *c)
-{
-	struct http_resps *p;
-	size_t limit = c->l->cfg->limits.header_bytes;
-
-	if ((p = freelist_get(&c->l->resps)) != NULL)
-		http_resps_reset(p, limit);
-	else
-		p = http_resps_new(limit);
-	return p;
-}
-
 /*
  * The head is whole: written as an HTTP/1.1 head into the pipe of the
  * stream's own icpt.  end: END_STREAM came with it (no body).
@@ -307,7 +293,7 @@ stream_start(struct h2s *s, int end)
 	struct conn *c = h->ic->c;
 	struct evbuffer *in;
 	const char *host = s->authority[0] ? s->authority : s->host;
-	const char *expect = s->method, *target;
+	const char *target;
 
 	if (s->method[0] == '\0' || (s->path == NULL &&
 	    strcmp(s->method, "CONNECT") != 0))
@@ -325,7 +311,7 @@ stream_start(struct h2s *s, int end)
 	    evbuffer_add(in, host, strlen(host)) != 0 ||
 	    evbuffer_add(in, "\r\n", 2) != 0)) ||
 	    evbuffer_add_buffer(in, s->lines) != 0 ||
-	    (evbuffer_get_length(s->cookie) > 0 &&
+	    (s->cookie != NULL && evbuffer_get_length(s->cookie) > 0 &&
 	    (evbuffer_add(in, "cookie: ", 8) != 0 ||
 	    evbuffer_add_buffer(in, s->cookie) != 0 ||
 	    evbuffer_add(in, "\r\n", 2) != 0)) ||
@@ -336,21 +322,16 @@ stream_start(struct h2s *s, int end)
 		s->pipe = NULL;
 		return -1;
 	}
-	if (strcmp(expect, "CONNECT") == 0)
-		expect = "GET";	/* its icpt refuses it; framed as a GET */
-	if ((s->resps = resps_take(c)) == NULL ||
-	    http_resps_expect(s->resps, expect) != 0 ||
-	    http_resps_last(s->resps) != 0 ||
-	    (s->chunked && (s->gather = evbuffer_new()) == NULL) ||
+	if ((s->chunked && (s->gather = evbuffer_new()) == NULL) ||
 	    evbuffer_add_cb(in, pipe_in_cb, s) == NULL) {
 		tstream_free(s->pipe);
 		s->pipe = NULL;
 		return -1;
 	}
-	http_resps_trailers(s->resps, 1);	/* gRPC's status comes there */
 	/* The head is in the pipe: what held it goes. */
 	evbuffer_free(s->lines);
-	evbuffer_free(s->cookie);
+	if (s->cookie != NULL)
+		evbuffer_free(s->cookie);
 	s->lines = s->cookie = NULL;
 	free(s->path);
 	s->path = NULL;
@@ -363,12 +344,18 @@ stream_start(struct h2s *s, int end)
 static void
 stream_req_end(struct h2s *s)
 {
+	struct evbuffer *in;
+
 	if (s->rq != H2Q_BODY)
 		return;
 	s->rq = H2Q_ENDED;
 	if (s->chunked) {
 		stream_gathered(s);
-		evbuffer_add(tstream_input(s->pipe), "0\r\n\r\n", 5);
+		in = tstream_input(s->pipe);
+		evbuffer_add(in, "0\r\n", 3);
+		if (s->rtrailers != NULL)
+			evbuffer_add_buffer(in, s->rtrailers);
+		evbuffer_add(in, "\r\n", 2);
 	}
 	tstream_pipe_pushed(s->pipe);
 }
@@ -383,12 +370,11 @@ on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 
 	if (f->hd.type != NGHTTP2_HEADERS ||
 	    f->headers.cat != NGHTTP2_HCAT_REQUEST)
-		return 0;	/* trailers: read and dropped (on_header) */
+		return 0;	/* trailers: on_header reads them */
 	if (h->closed || h->nlive >= H2_MAX_STREAMS)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;	/* RST_STREAM */
 	if ((s = calloc(1, sizeof(*s))) == NULL ||
 	    (s->lines = evbuffer_new()) == NULL ||
-	    (s->cookie = evbuffer_new()) == NULL ||
 	    (s->out = evbuffer_new()) == NULL) {
 		stream_free(s);
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -401,6 +387,25 @@ on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 	if (h->nlive++ == 0)
 		conn_arm_timer(h->ic->c, 1000);	/* h2_timer watches the streams */
 	nghttp2_session_set_stream_user_data(ng, s->id, s);
+	return 0;
+}
+
+/*
+ * A field of the request's trailers (nghttp2 checked they end the
+ * stream): the trailer section of its chunked body, as gRPC metadata
+ * may need.  A body framed by its length has none in HTTP/1.1: they go,
+ * as do the fields no trailer section carries (http_trailer_dropped).
+ */
+static int
+req_trailer(struct h2s *s, const uint8_t *name, size_t nlen,
+    const uint8_t *value, size_t vlen)
+{
+	if (!s->chunked || http_trailer_dropped((const char *)name, nlen))
+		return 0;
+	if ((s->rtrailers == NULL &&
+	    (s->rtrailers = evbuffer_new()) == NULL) ||
+	    head_line(s->rtrailers, name, nlen, value, vlen) != 0)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	return 0;
 }
 
@@ -421,8 +426,10 @@ on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
 		abuse(h, "header-list-too-large");
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	}
+	if (s->rq == H2Q_BODY)
+		return req_trailer(s, name, nlen, value, vlen);
 	if (s->rq != H2Q_HEAD)
-		return 0;	/* trailers are dropped */
+		return 0;
 	if (nlen > 0 && name[0] == ':') {
 		if (nlen == 7 && memcmp(name, ":method", 7) == 0)
 			return pseudo_copy(s->method, sizeof(s->method), value,
@@ -447,7 +454,9 @@ on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
 		return 0;	/* "trailers" alone (nghttp2): HTTP/1.1 needs none */
 	if (nlen == 6 && memcmp(name, "cookie", 6) == 0) {
 		/* Crumbs are joined again (RFC 9113 8.2.3). */
-		if ((evbuffer_get_length(s->cookie) > 0 &&
+		if ((s->cookie == NULL &&
+		    (s->cookie = evbuffer_new()) == NULL) ||
+		    (evbuffer_get_length(s->cookie) > 0 &&
 		    evbuffer_add(s->cookie, "; ", 2) != 0) ||
 		    evbuffer_add(s->cookie, value, vlen) != 0)
 			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -457,7 +466,7 @@ on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
 		s->has_length = 1;
 	if (nlen == 12 && memcmp(name, "content-type", 12) == 0)
 		s->grpc = http_grpc_type((const char *)value, vlen);
-	return head_line(s, name, nlen, value, vlen) == 0 ? 0 :
+	return head_line(s->lines, name, nlen, value, vlen) == 0 ? 0 :
 	    NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 }
 
@@ -611,11 +620,6 @@ stream_free(struct h2s *s)
 	icpt_free(s->ic);	/* and its pipe */
 	if (s->ic == NULL)
 		tstream_free(s->pipe);
-	if (s->resps != NULL && s->h != NULL)
-		freelist_put(&s->h->ic->c->l->resps, s->resps,
-		    loop_resps_destroy);
-	else
-		http_resps_free(s->resps);
 	if (s->lines != NULL)
 		evbuffer_free(s->lines);
 	if (s->cookie != NULL)
@@ -627,6 +631,8 @@ stream_free(struct h2s *s)
 	}
 	if (s->trailers != NULL)
 		evbuffer_free(s->trailers);
+	if (s->rtrailers != NULL)
+		evbuffer_free(s->rtrailers);
 	if (s->gather != NULL)
 		evbuffer_free(s->gather);
 	free(s->path);
@@ -843,6 +849,22 @@ h2_audit_durable(struct h2 *h, uint64_t durable, int failed)
 	for (s = h->live; s != NULL; s = s->next)
 		if (s->ic != NULL && !s->ic_over)
 			icpt_audit_durable(s->ic, durable, failed);
+}
+
+void
+h2_drain(struct h2 *h)
+{
+	if (h->closed || h->draining || h->abuse != NULL)
+		return;
+	h->draining = 1;
+	log_debug("h2", "%p: draining: GOAWAY", (void *)h->ic->c);
+	if (nghttp2_submit_goaway(h->ng, NGHTTP2_FLAG_NONE,
+	    nghttp2_session_get_last_proc_stream_id(h->ng), NGHTTP2_NO_ERROR,
+	    NULL, 0) != 0) {
+		icpt_finish(h->ic);
+		return;
+	}
+	event_active(h->ic->wake, 0, 1);	/* the step sends it */
 }
 
 void

@@ -50,6 +50,12 @@ void	h2_stream_over(struct h2s *s, const char *reason);
 /* Audit records up to durable are on disk (icpt_audit_durable), for each stream. */
 void	h2_audit_durable(struct h2 *h, uint64_t durable, int failed);
 /* The connection ends: every stream's icpt is closed. */
+/*
+ * The worker drains: GOAWAY (NO_ERROR, the last stream read) goes out, no
+ * new stream is read, and the connection ends once the streams under way
+ * are done.
+ */
+void	h2_drain(struct h2 *h);
 void	h2_close(struct h2 *h);
 /* Frees the session and its streams; accepts NULL. */
 void	h2_free(struct h2 *h);

@@ -14,10 +14,12 @@
 #include <event2/buffer.h>
 #include <nghttp2/nghttp2.h>
 
+#include "util/ascii.h"
 #include "parse/dechunk.h"
 #include "parse/httphead.h"
-#include "parse/httpresp.h"
 #include "parse/httpwrite.h"
+#include "conf/config.h"
+#include "loop/loop.h"
 #include "loop/tstream.h"
 #include "conn/conn.h"
 #include "conn/h2.h"
@@ -47,42 +49,21 @@ trailers_add(void *arg, const uint8_t *p, size_t n)
 static int
 send_trailers(struct h2s *s)
 {
+	struct http_header f[HTTP_MAX_HEADERS];
 	nghttp2_nv nv[HTTP_MAX_HEADERS];
-	size_t len = evbuffer_get_length(s->trailers), n = 0, k, vlen;
-	char *p, *end, *eol, *colon, *v;
+	size_t len = evbuffer_get_length(s->trailers), i;
+	char *p;
+	long n;
 
-	if ((p = (char *)evbuffer_pullup(s->trailers, (ssize_t)len)) == NULL)
+	if ((p = (char *)evbuffer_pullup(s->trailers, (ssize_t)len)) == NULL ||
+	    (n = http_trailer_fields(p, len, f, HTTP_MAX_HEADERS)) < 0)
 		return -1;
-	for (end = p + len; p < end && n < HTTP_MAX_HEADERS; p = eol + 2) {
-		if ((eol = memchr(p, '\r', (size_t)(end - p))) == NULL ||
-		    eol == p)
-			break;		/* the empty line: the end */
-		if ((colon = memchr(p, ':', (size_t)(eol - p))) == NULL)
-			return -1;
-		for (k = 0; p + k < colon; k++)
-			if (p[k] >= 'A' && p[k] <= 'Z')
-				p[k] = (char)(p[k] + 32);
-		/*
-		 * What HTTP/2 forbids in any field section (RFC 9113 8.2.2),
-		 * and framing in trailers (RFC 9110 6.5.1), as the upstream
-		 * may send them: a client would reset the stream.
-		 */
-		if (http2_forbidden(p, k) || (k == 14 &&
-		    memcmp(p, "content-length", 14) == 0) ||
-		    (k == 4 && memcmp(p, "host", 4) == 0))
-			continue;
-		for (v = colon + 1; v < eol && (*v == ' ' || *v == '\t'); v++)
-			;
-		for (vlen = (size_t)(eol - v); vlen > 0 &&
-		    (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'); vlen--)
-			;
-		nv[n].name = (uint8_t *)p;
-		nv[n].namelen = (size_t)(colon - p);
-		nv[n].value = (uint8_t *)v;
-		nv[n].valuelen = vlen;
-		nv[n++].flags = NGHTTP2_NV_FLAG_NONE;
-	}
-	return nghttp2_submit_trailer(s->h->ng, s->id, nv, n) == 0 ? 0 : -1;
+	for (i = 0; i < (size_t)n; i++)
+		nv[i] = (nghttp2_nv){ (uint8_t *)f[i].name,
+		    (uint8_t *)f[i].value, f[i].name_len, f[i].value_len,
+		    NGHTTP2_NV_FLAG_NONE };
+	return nghttp2_submit_trailer(s->h->ng, s->id, nv, (size_t)n) == 0 ?
+	    0 : -1;
 }
 
 static ssize_t
@@ -163,69 +144,127 @@ answer_grpc(struct h2s *s)
 	return nghttp2_submit_response(s->h->ng, s->id, nv, 4, NULL);
 }
 
+#define DIGIT(c)	((c) >= '0' && (c) <= '9')
+
+/* What a stream's answer head says of its body (its framing). */
+static void
+answer_framing(struct h2s *s, unsigned status, int chunked, int has_length,
+    uint64_t length)
+{
+	if (strcmp(s->method, "HEAD") == 0 || status == 204 || status == 304) {
+		s->rs = H2R_ENDED;		/* none, whatever it says */
+		return;
+	}
+	if (chunked) {
+		s->frame = H2F_CHUNKED;
+		dechunk_init(&s->dc);
+		dechunk_trailers(&s->dc, trailers_add);
+	} else if (has_length) {
+		s->frame = H2F_LENGTH;
+		s->left = length;
+		if (length == 0)
+			s->rs = H2R_ENDED;
+	} else
+		s->frame = H2F_CLOSE;	/* until its icpt closes the pipe */
+}
+
 /*
- * The answer's head: HEADERS, its names in lower case, hop-by-hop gone.
- * An interim one (1xx: 100 Continue, 103) goes as HEADERS of its own
- * before the final one.
+ * The head p[0..len) (through its empty line) as the stream's icpt wrote
+ * it into the pipe: a head its strict parser read, re-written, or one of
+ * sluice's own.  Read back by its lines alone: HEADERS, names in lower
+ * case, what HTTP/2 forbids gone, its framing noted.  An interim one
+ * (1xx: 100 Continue, 103) goes as HEADERS of its own before the final
+ * one.  0, or -1.
  */
 static int
-answer_head(struct h2s *s, const struct http_resp_head *rh)
+answer_head(struct h2s *s, const char *p, size_t len)
 {
 	nghttp2_nv nv[HTTP_MAX_HEADERS + 1];
 	nghttp2_data_provider dp;
-	char status[4], *names = NULL, *p;
-	size_t i, n = 0, total = 0;
-	int interim = rh->informational, r;
+	const char *end = p + len, *eol, *colon, *v;
+	char small[1024], *names = small, *o;
+	size_t n = 0, nlen, vlen;
+	unsigned status;
+	uint64_t length = 0;
+	int chunked = 0, has_length = 0, interim, r;
 
-	if (s->ic->own_answer != 0 && s->grpc && !interim)
-		return answer_grpc(s);
-	for (i = 0; i < rh->nheaders; i++)
-		total += rh->headers[i].name_len + 1;
-	if ((names = malloc(total + 1)) == NULL)
+	if (len < 14 || memcmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ' ||
+	    !DIGIT(p[9]) || !DIGIT(p[10]) || !DIGIT(p[11]))
 		return -1;
-	snprintf(status, sizeof(status), "%03u", rh->status);
-	nv[n++] = (nghttp2_nv)NV(":status", status, 3);
-	p = names;
-	s->resp_chunked = 0;
-	for (i = 0; i < rh->nheaders && n < HTTP_MAX_HEADERS + 1; i++) {
-		const struct http_header *x = &rh->headers[i];
-		size_t k;
-
-		if (x->name_len == 17 &&
-		    strncasecmp(x->name, "transfer-encoding", 17) == 0)
-			s->resp_chunked = 1;	/* the parser allows chunked alone */
-		if (http2_forbidden(x->name, x->name_len))
+	status = (unsigned)(p[9] - '0') * 100 + (unsigned)(p[10] - '0') * 10 +
+	    (unsigned)(p[11] - '0');
+	if (status < 100 || status == 101)
+		return -1;		/* no tunnel in a stream */
+	interim = status / 100 == 1;
+	if (s->ic->own_answer != 0 && s->grpc && !interim) {
+		answer_framing(s, status, memmem(p, len, "\r\nTransfer-Encoding:",
+		    20) != NULL, 0, 0);
+		return answer_grpc(s);
+	}
+	/* Names in lower case: no longer than the head, mostly on the stack. */
+	if (len > sizeof(small) && (names = malloc(len)) == NULL)
+		return -1;
+	o = names;
+	memcpy(o, p + 9, 3);
+	nv[n++] = (nghttp2_nv)NV(":status", o, 3);
+	o += 3;
+	for (p = (const char *)memchr(p, '\n', len) + 1; p < end; p = eol + 1) {
+		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL ||
+		    eol == p || eol[-1] != '\r')
+			goto bad;
+		if (eol - 1 == p)
+			break;			/* the empty line */
+		if ((colon = memchr(p, ':', (size_t)(eol - 1 - p))) == NULL)
+			goto bad;
+		nlen = (size_t)(colon - p);
+		for (v = colon + 1; v < eol - 1 && (*v == ' ' || *v == '\t'); v++)
+			;
+		for (vlen = (size_t)(eol - 1 - v); vlen > 0 &&
+		    (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'); vlen--)
+			;
+		if (http_name_lower(p, nlen, o) != 0)	/* as a redaction may leave it */
 			continue;
-		/* None in a 1xx or 204 (RFC 9110 8.6); HTTP/1.1 let "0" by. */
-		if ((rh->status / 100 == 1 || rh->status == 204) &&
-		    x->name_len == 14 &&
-		    strncasecmp(x->name, "content-length", 14) == 0)
+		if (ascii_eq(o, nlen, "transfer-encoding")) {
+			chunked = 1;	/* its parser let chunked alone frame */
 			continue;
-		for (k = 0; k < x->name_len; k++)
-			p[k] = (char)((x->name[k] >= 'A' && x->name[k] <= 'Z') ?
-			    x->name[k] + 32 : x->name[k]);
-		nv[n].name = (uint8_t *)p;
-		nv[n].namelen = x->name_len;
-		nv[n].value = (uint8_t *)x->value;
-		nv[n].valuelen = x->value_len;
-		nv[n].flags = NGHTTP2_NV_FLAG_NONE;
-		p += x->name_len;
-		n++;
+		}
+		if (ascii_eq(o, nlen, "content-length")) {
+			if (http_parse_length(v, vlen, &length) != 0)
+				goto bad;
+			has_length = 1;
+			/* None in a 1xx or 204 (RFC 9110 8.6). */
+			if (interim || status == 204)
+				continue;
+		}
+		if (http2_forbidden(o, nlen))
+			continue;
+		if (n == HTTP_MAX_HEADERS + 1)
+			goto bad;
+		nv[n].name = (uint8_t *)o;
+		nv[n].namelen = nlen;
+		nv[n].value = (uint8_t *)v;
+		nv[n].valuelen = vlen;
+		nv[n++].flags = NGHTTP2_NV_FLAG_NONE;
+		o += nlen;
 	}
 	if (interim) {
 		r = nghttp2_submit_headers(s->h->ng, NGHTTP2_FLAG_NONE, s->id,
 		    NULL, nv, n, NULL);
-		free(names);
-		return r < 0 ? r : 0;
+		r = r < 0 ? r : 0;
+	} else {
+		s->rs = H2R_BODY;
+		answer_framing(s, status, chunked, has_length, length);
+		dp.source.ptr = s;
+		dp.read_callback = data_read_cb;
+		r = nghttp2_submit_response(s->h->ng, s->id, nv, n, &dp);
 	}
-	dechunk_init(&s->dc);
-	dechunk_trailers(&s->dc, trailers_add);
-	dp.source.ptr = s;
-	dp.read_callback = data_read_cb;
-	s->rs = H2R_BODY;
-	r = nghttp2_submit_response(s->h->ng, s->id, nv, n, &dp);
-	free(names);
+	if (names != small)
+		free(names);
 	return r;
+ bad:
+	if (names != small)
+		free(names);
+	return -1;
 }
 
 static int
@@ -239,15 +278,35 @@ out_add(void *arg, const uint8_t *p, size_t n)
 	return 0;
 }
 
-/* Body bytes of the answer, in its HTTP/1.1 framing. */
+static int
+drop_data(void *arg, const uint8_t *p, size_t n)
+{
+	return 0;
+}
+
+/* Body bytes of the answer in its framing (dropped once answered). */
 static int
 answer_body(struct h2s *s, const uint8_t *p, size_t n)
 {
-	if (n == 0 || s->rs != H2R_BODY)
+	switch (s->frame) {
+	case H2F_CHUNKED:
+		if (dechunk_feed(&s->dc, p, n, s->rs == H2R_BODY ? out_add :
+		    drop_data, s) != 0)
+			return -1;
+		if (dechunk_ended(&s->dc))
+			s->rs = H2R_ENDED;
 		return 0;
-	if (s->resp_chunked)
-		return dechunk_feed(&s->dc, p, n, out_add, s);
-	return out_add(s, p, n);
+	case H2F_LENGTH:
+		s->left -= n;		/* n is at most left */
+		if (s->left == 0 && s->rs == H2R_BODY)
+			s->rs = H2R_ENDED, s->left = 0;
+		else if (s->left == 0)
+			s->rs = H2R_ENDED;
+		break;
+	case H2F_CLOSE:
+		break;
+	}
+	return s->rs == H2R_DROP ? 0 : out_add(s, p, n);
 }
 
 /* nghttp2 waits for body bytes that are there now. */
@@ -261,35 +320,58 @@ answer_resume(struct h2s *s)
 	}
 }
 
+/* The length of the head at the front of from, through its empty line: 0 while partial. */
+static size_t
+head_length(struct evbuffer *from)
+{
+	struct evbuffer_ptr at = evbuffer_search(from, "\r\n\r\n", 4, NULL);
+
+	return at.pos < 0 ? 0 : (size_t)at.pos + 4;
+}
+
 void
 h2_answer_pump(struct h2s *s)
 {
 	struct h2 *h = s->h;
 	struct evbuffer *from = tstream_output(s->pipe);
-	const struct http_resp_head *rh;
-	enum http_resp_ev ev;
-	size_t len, used, took = 0;
+	size_t len, took = 0, limit = h->ic->c->l->cfg->limits.header_bytes;
 	uint8_t *data;
 
-	while ((len = evbuffer_get_contiguous_space(from)) > 0 &&
-	    s->rs < H2R_ENDED && evbuffer_get_length(s->out) < H2_STREAM_OUT &&
+	while (s->rs < H2R_ENDED && evbuffer_get_length(s->out) < H2_STREAM_OUT &&
 	    h->out < H2_CONN_OUT) {
-		data = evbuffer_pullup(from, (ssize_t)len);
-		ev = http_resps_feed(s->resps, data, len, &used, &rh, NULL);
-		if (ev == HTTP_RESP_INVALID || ev == HTTP_RESP_TUNNEL ||
-		    (ev == HTTP_RESP_HEAD && answer_head(s, rh) != 0) ||
-		    ((ev == HTTP_RESP_NEED_MORE || ev == HTTP_RESP_END) &&
-		    answer_body(s, data, used) != 0)) {
-			h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR);
-			break;
+		if (s->rs == H2R_WAIT) {
+			/* Its icpt bounds a head: past that, it is not one. */
+			if ((len = head_length(from)) == 0 &&
+			    evbuffer_get_length(from) > 2 * limit + 1024) {
+				h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR);
+				break;
+			}
+			if (len == 0)
+				break;
+			data = evbuffer_pullup(from, (ssize_t)len);
+			if (data == NULL ||
+			    answer_head(s, (const char *)data, len) != 0) {
+				h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR);
+				break;
+			}
+		} else {
+			if ((len = evbuffer_get_contiguous_space(from)) == 0) {
+				/* Until the end: its icpt closed the pipe. */
+				if (s->frame == H2F_CLOSE &&
+				    tstream_pipe_closing(s->pipe))
+					s->rs = H2R_ENDED;
+				break;
+			}
+			if (s->frame == H2F_LENGTH && len > s->left)
+				len = (size_t)s->left;
+			data = evbuffer_pullup(from, (ssize_t)len);
+			if (answer_body(s, data, len) != 0) {
+				h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR);
+				break;
+			}
 		}
-		evbuffer_drain(from, used);
-		took += used;
-		if (ev == HTTP_RESP_END && (s->rs == H2R_BODY ||
-		    s->rs == H2R_DROP) && rh != NULL && !rh->informational)
-			s->rs = H2R_ENDED;
-		if (ev == HTTP_RESP_NEED_MORE && used == 0)
-			break;
+		evbuffer_drain(from, len);
+		took += len;
 	}
 	if (s->rs == H2R_RESET || s->rs == H2R_ENDED)
 		evbuffer_drain(from, evbuffer_get_length(from));
@@ -297,4 +379,3 @@ h2_answer_pump(struct h2s *s)
 	if (took > 0 || tstream_pipe_closing(s->pipe))
 		tstream_pipe_drained(s->pipe);
 }
-

@@ -44,6 +44,13 @@ enum h2s_rs {
 	H2R_RESET,	/* reset: nothing more goes */
 };
 
+/* How the answer's body is framed in the pipe, as its head said. */
+enum h2s_frame {
+	H2F_LENGTH,	/* Content-Length bytes */
+	H2F_CHUNKED,	/* chunked, maybe with trailers */
+	H2F_CLOSE,	/* until its icpt closes the pipe */
+};
+
 struct h2s {
 	struct h2	*h;
 	struct h2s	*next;		/* h->live or h->dead */
@@ -59,6 +66,7 @@ struct h2s {
 	int		 deferred;	/* nghttp2 waits for out */
 	/* The head, while it is read. */
 	struct evbuffer	*lines;		/* "name: value\r\n" */
+	struct evbuffer	*rtrailers;	/* the request's trailer lines, likewise */
 	struct evbuffer	*cookie;	/* the cookie crumbs, "; "-joined */
 	char		 method[24];
 	char		*path;
@@ -68,10 +76,10 @@ struct h2s {
 	int		 has_length;
 	/* DATA bytes whose window was not given back yet. */
 	size_t		 unconsumed;
-	/* The answer. */
-	struct http_resps *resps;
-	int		 resp_chunked;
-	struct dechunk	 dc;
+	/* The answer, read back from the pipe (h2_answer.c). */
+	enum h2s_frame	 frame;		/* its body's framing, once its head is read */
+	uint64_t	 left;		/* H2F_LENGTH: bytes still to come */
+	struct dechunk	 dc;		/* H2F_CHUNKED */
 	struct evbuffer	*out;		/* body bytes for nghttp2 */
 	struct evbuffer	*trailers;	/* its trailer section, as it came */
 	struct evbuffer	*gather;	/* chunked: DATA not yet framed */
@@ -87,6 +95,7 @@ struct h2 {
 	unsigned	 nlive;
 	size_t		 out;		/* every stream's out */
 	int		 closed;	/* h2_close ran */
+	int		 draining;	/* h2_drain sent GOAWAY */
 	const char	*abuse;		/* why we sent ENHANCE_YOUR_CALM */
 	int		 upstream_seen;	/* a stream's upstream was ready once */
 	unsigned	 nstarting;	/* starting_count(), as of this step */

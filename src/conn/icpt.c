@@ -140,6 +140,11 @@ icpt_parsers_take(struct icpt *ic)
 		else if ((ic->resps = http_resps_new(limit)) == NULL)
 			return -1;
 	}
+	/* An HTTP/2 stream's bodies may end with trailers (gRPC's status). */
+	if (ic->h2s != NULL) {
+		http_reqs_trailers(ic->reqs, 1);
+		http_resps_trailers(ic->resps, 1);
+	}
 	return 0;
 }
 
@@ -400,8 +405,11 @@ down_events(struct icpt *ic)
 		else if ((ic->h2 = h2_new(ic)) == NULL) {
 			icpt_end(ic, "out-of-memory");
 			return;
-		} else
+		} else {
 			icpt_rq_set(ic, RQ_H2);
+			if (ic->c->l->draining)
+				h2_drain(ic->h2);	/* came in as the worker began */
+		}
 	}
 	if (what == 0)
 		return;
@@ -910,14 +918,22 @@ icpt_free(struct icpt *ic)
 		evbuffer_free(ic->red_buf);
 	if (ic->red_trailers != NULL)
 		evbuffer_free(ic->red_trailers);
-	http_reqs_free(ic->reqs);
-	http_resps_free(ic->resps);
+	/* Reset when taken: an HTTP/2 stream's icpt (one request) reuses them. */
+	freelist_put(&ic->c->l->reqs, ic->reqs, loop_reqs_destroy);
+	freelist_put(&ic->c->l->resps, ic->resps, loop_resps_destroy);
 	if (ic->held != NULL)
 		loop_evbuffer_wipe_free(ic->held);
 	while (ic->npins > 0)
 		free(ic->pins[--ic->npins]);
 	icpt_refusal_drop(ic);
 	free(ic);
+}
+
+void
+icpt_drain(struct icpt *ic)
+{
+	if (ic->h2 != NULL && ic->rs != RS_CLOSED)
+		h2_drain(ic->h2);
 }
 
 void

@@ -37,5 +37,7 @@ void	icpt_timer(struct conn *c);
  * request is refused.  May close the connection.
  */
 void	icpt_audit_durable(struct icpt *ic, uint64_t durable, int failed);
+/* The worker drains: an HTTP/2 session says GOAWAY (conn_drain). */
+void	icpt_drain(struct icpt *ic);
 
 #endif

@@ -507,9 +507,6 @@ icpt_enqueue(struct icpt *ic, const struct http_head *h)
 		icpt_end(ic, "out-of-memory");
 		return NULL;
 	}
-	/* An HTTP/2 stream's answer may end with trailers (gRPC's status). */
-	if (ic->h2s != NULL)
-		http_resps_trailers(ic->resps, 1);
 	if (http_resps_expect(ic->resps, h->method) != 0 ||
 	    (ic->cur.close && http_resps_last(ic->resps) != 0)) {
 		/* The parser checked the method and refused CONNECT. */

@@ -89,6 +89,18 @@ close_all(struct worker *w, const char *reason)
 		conn_close(c, reason);
 }
 
+/* Connections that can say they end (HTTP/2: GOAWAY) say it now. */
+static void
+drain_all(struct worker *w)
+{
+	struct conn *c, *next;
+
+	for (c = TAILQ_FIRST(&w->l.conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, link);	/* c may close */
+		conn_drain(c);
+	}
+}
+
 static void
 wake_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -109,6 +121,7 @@ wake_cb(evutil_socket_t fd, short what, void *arg)
 		w->l.draining = 1;
 		stop_listening(w);
 		dns_drain(&w->l);	/* the questions in flight are answered */
+		drain_all(w);
 	}
 	if (cmd & WORKER_CMD_STOP) {
 		w->l.draining = 1;

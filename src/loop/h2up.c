@@ -67,6 +67,7 @@ struct h2ups {
 	int		 chunked;	/* its request body is chunked */
 	struct dechunk	 dc;
 	struct evbuffer	*body;		/* request body for nghttp2 */
+	struct evbuffer	*trailers;	/* the request's trailer section, if any */
 	int		 deferred;	/* nghttp2 waits for body */
 	int		 bodyless;	/* the answer has no body (HEAD) */
 	struct evbuffer	*hdr;		/* the answer's header lines, as read */
@@ -121,6 +122,8 @@ ups_free(struct h2ups *s)
 		loop_evbuffer_wipe_free(s->body);	/* it may carry a credential */
 	if (s->hdr != NULL)
 		evbuffer_free(s->hdr);
+	if (s->trailers != NULL)
+		evbuffer_free(s->trailers);
 	free(s);
 }
 
@@ -180,6 +183,45 @@ ups_consume(struct h2ups *s)
 	nghttp2_session_consume(s->u->ng, s->id, n);
 }
 
+/* Bytes of the request's trailer section (none: just its last CRLF). */
+static int
+trailers_add(void *arg, const uint8_t *p, size_t n)
+{
+	struct h2ups *s = arg;
+
+	if (s->trailers == NULL && n > 0 && (p[0] == '\r' || p[0] == '\n'))
+		return 0;
+	if (s->trailers == NULL && (s->trailers = evbuffer_new()) == NULL)
+		return -1;
+	return evbuffer_add(s->trailers, p, n);
+}
+
+/*
+ * The request's trailer section as HEADERS after its last DATA: 1 when
+ * sent, 0 when no field was left to send, -1.
+ */
+static int
+send_trailers(struct h2ups *s)
+{
+	struct http_header f[HTTP_MAX_HEADERS];
+	nghttp2_nv nv[HTTP_MAX_HEADERS];
+	size_t len = evbuffer_get_length(s->trailers), i;
+	char *p;
+	long n;
+
+	if ((p = (char *)evbuffer_pullup(s->trailers, (ssize_t)len)) == NULL ||
+	    (n = http_trailer_fields(p, len, f, HTTP_MAX_HEADERS)) < 0)
+		return -1;
+	if (n == 0)
+		return 0;
+	for (i = 0; i < (size_t)n; i++)
+		nv[i] = (nghttp2_nv){ (uint8_t *)f[i].name,
+		    (uint8_t *)f[i].value, f[i].name_len, f[i].value_len,
+		    NGHTTP2_NV_FLAG_NO_INDEX };
+	return nghttp2_submit_trailer(s->u->ng, s->id, nv, (size_t)n) == 0 ?
+	    1 : -1;
+}
+
 static ssize_t
 body_read_cb(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
     uint32_t *flags, nghttp2_data_source *src, void *arg)
@@ -190,9 +232,19 @@ body_read_cb(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
 	n = evbuffer_remove(s->body, buf, length);
 	if (n < 0)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-	if (evbuffer_get_length(s->body) == 0 && s->rq == UQ_DONE)
+	if (evbuffer_get_length(s->body) == 0 && s->rq == UQ_DONE) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
-	else if (n == 0) {
+		if (s->trailers != NULL) {
+			/* Trailers end the stream instead. */
+			switch (send_trailers(s)) {
+			case -1:
+				return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+			case 1:
+				*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+				break;
+			}
+		}
+	} else if (n == 0) {
 		s->deferred = 1;
 		return NGHTTP2_ERR_DEFERRED;
 	}
@@ -267,6 +319,7 @@ ups_submit(struct h2ups *s, const struct http_head *h)
 	body = h->chunked || h->content_length > 0;
 	s->chunked = h->chunked;
 	dechunk_init(&s->dc);
+	dechunk_trailers(&s->dc, trailers_add);
 	s->bodyless = strcmp(h->method, "HEAD") == 0;
 	dp.source.ptr = s;
 	dp.read_callback = body_read_cb;
@@ -664,6 +717,7 @@ stream_new(struct h2up *u)
 		ups_free(s);
 		return NULL;
 	}
+	http_reqs_trailers(s->reqs, 1);	/* an HTTP/2 stream's, passed on */
 	tstream_pipe_ssl(s->pipe, tstream_ssl(u->ts));
 	tstream_start(s->pipe);
 	s->next = u->streams;

@@ -246,6 +246,18 @@ schedule_read(struct tstream *ts)
 		event_active(ts->rev, EV_READ, 1);
 }
 
+/*
+ * SSL_get_error() reads the thread's error queue: it must be empty before
+ * each TLS call.  Mostly it is, and clearing it whole costs more than
+ * looking (a visible share of a small request's CPU).
+ */
+static inline void
+err_clear(void)
+{
+	if (ERR_peek_error() != 0)
+		ERR_clear_error();
+}
+
 /* An error ends all I/O; the owner is told. */
 static void
 fail(struct tstream *ts, short what)
@@ -268,7 +280,7 @@ handshake_step(struct tstream *ts)
 	int r, e;
 
 	ts->wmore = 0;
-	ERR_clear_error();
+	err_clear();
 	if ((r = SSL_do_handshake(ts->ssl)) == 1) {
 		ts->state = TS_OPEN;
 		touch(ts);
@@ -342,7 +354,7 @@ read_some(struct tstream *ts, void *p, size_t len)
 
 	if (ts->ssl != NULL) {
 		ts->wmore = 0;		/* what it may write is alone */
-		ERR_clear_error();
+		err_clear();
 		if ((n = SSL_read(ts->ssl, p, (int)len)) > 0)
 			return (int)n;
 		what = read_failed(ts, (int)n);
@@ -464,7 +476,7 @@ write_wiped(struct tstream *ts, size_t len)
 		r = n > 0 ? (int)n : n < 0 && (errno == EAGAIN ||
 		    errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
 	} else {
-		ERR_clear_error();
+		err_clear();
 		if ((r = SSL_write(ts->ssl, stage, (int)len)) <= 0) {
 			e = SSL_get_error(ts->ssl, r);
 			r = e == SSL_ERROR_WANT_WRITE ||
@@ -500,7 +512,7 @@ write_some(struct tstream *ts)
 		return -1;
 	/* Records that follow at once go in fewer, fuller segments. */
 	ts->wmore = evbuffer_get_length(ts->out) > len;
-	ERR_clear_error();
+	err_clear();
 	if ((r = SSL_write(ts->ssl, p, (int)len)) > 0) {
 		evbuffer_drain(ts->out, (size_t)r);
 		return r;
@@ -516,7 +528,7 @@ close_notify_step(struct tstream *ts)
 	int r;
 
 	ts->wmore = 0;
-	ERR_clear_error();
+	err_clear();
 	if ((r = SSL_shutdown(ts->ssl)) >= 0) {
 		ts->state = TS_CLOSED;
 		return 0;

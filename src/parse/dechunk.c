@@ -7,7 +7,15 @@
 #include "parse/dechunk.h"
 #include "parse/httppath.h"
 
-enum { D_SIZE, D_EXT, D_SIZE_LF, D_DATA, D_DATA_CR, D_DATA_LF, D_DONE };
+enum {
+	D_SIZE, D_EXT, D_SIZE_LF, D_DATA, D_DATA_CR, D_DATA_LF,
+	/* After the last chunk: the trailer section, a line at a time. */
+	D_DONE,		/* at the start of a line */
+	D_TLINE,	/* in a field line */
+	D_TLINE_LF,	/* its CR seen */
+	D_END_LF,	/* the empty line's CR seen */
+	D_END		/* the body is whole: more bytes are not its */
+};
 
 void
 dechunk_init(struct dechunk *d)
@@ -26,7 +34,43 @@ dechunk_trailers(struct dechunk *d, dechunk_cb cb)
 int
 dechunk_done(const struct dechunk *d)
 {
-	return d->state == D_DONE;
+	return d->state >= D_DONE;
+}
+
+int
+dechunk_ended(const struct dechunk *d)
+{
+	return d->state == D_END;
+}
+
+/*
+ * Bytes of the trailer section, up to its end: where its empty line ends
+ * is all that is looked for (the message's parser checked the fields).
+ */
+static size_t
+trailer_section(struct dechunk *d, const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && d->state != D_END; i++) {
+		switch (d->state) {
+		case D_DONE:
+			d->state = p[i] == '\r' ? D_END_LF : D_TLINE;
+			break;
+		case D_TLINE:
+			if (p[i] == '\r')
+				d->state = D_TLINE_LF;
+			break;
+		case D_TLINE_LF:
+			if (p[i] != '\r')
+				d->state = p[i] == '\n' ? D_DONE : D_TLINE;
+			break;
+		case D_END_LF:
+			d->state = p[i] == '\n' ? D_END : D_TLINE;
+			break;
+		}
+	}
+	return i;
 }
 
 int
@@ -78,11 +122,17 @@ dechunk_feed(struct dechunk *d, const uint8_t *p, size_t n, dechunk_cb cb,
 			d->state = D_SIZE;
 			break;
 		case D_DONE:		/* trailers and the last CRLF */
+		case D_TLINE:
+		case D_TLINE_LF:
+		case D_END_LF:
+			take = trailer_section(d, p + i, n - i);
 			if (d->trailers != NULL && d->trailers(arg, p + i,
-			    n - i) != 0)
+			    take) != 0)
 				return -1;
-			i = n;
+			i += take;
 			break;
+		case D_END:
+			return 0;	/* not the body's */
 		}
 	}
 	return 0;

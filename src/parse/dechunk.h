@@ -2,7 +2,8 @@
  * dechunk.h: the data of a chunked HTTP/1.1 body, taken out of its framing
  * as it streams past in pieces of any size.  The framing was checked by
  * the message's parser already; a framing error here still stops it.
- * Trailers after the last chunk are skipped, or handed on.
+ * Trailers after the last chunk are skipped, or handed on, up to the
+ * empty line that ends the body.
  */
 #ifndef SLUICE_DECHUNK_H
 #define SLUICE_DECHUNK_H
@@ -34,5 +35,10 @@ int	dechunk_feed(struct dechunk *d, const uint8_t *p, size_t n,
 	    dechunk_cb cb, void *arg);
 /* Whether the last chunk (size 0) was seen. */
 int	dechunk_done(const struct dechunk *d);
+/*
+ * Whether the body is whole: its trailer section's empty line seen too.
+ * Bytes fed after it are not the body's, and are ignored.
+ */
+int	dechunk_ended(const struct dechunk *d);
 
 #endif

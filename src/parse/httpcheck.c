@@ -14,6 +14,7 @@
 #include "parse/httphead.h"
 #include "parse/httphead_int.h"
 #include "parse/httppath.h"
+#include "parse/httpwrite.h"
 
 #define CHUNK_SIZE_DIGITS	16	/* hex digits: fits a uint64_t */
 #define CHUNK_EXT_MAX		1024	/* bytes of chunk extensions per chunk */
@@ -468,9 +469,8 @@ http_upgrade_asked(const struct http_stream *s)
 	return conn && http_hoff_find(s, "upgrade") >= 0;
 }
 
-/* Content-Length: 1 to 19 digits.  Returns 0 and writes *n, or -1. */
-static int
-parse_content_length(const char *v, size_t len, uint64_t *n)
+int
+http_parse_length(const char *v, size_t len, uint64_t *n)
 {
 	uint64_t x = 0;
 	size_t i;
@@ -497,7 +497,7 @@ http_check_framing(struct http_stream *s, unsigned http_minor,
 
 	if ((i = http_hoff_find(s, "content-length")) >= 0) {
 		o = &s->hoff[i];
-		if (parse_content_length(s->arena + o->value, o->value_len,
+		if (http_parse_length(s->arena + o->value, o->value_len,
 		    &s->content_length) != 0)
 			return "invalid content-length";
 		s->has_cl = 1;

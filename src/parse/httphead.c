@@ -413,6 +413,12 @@ http_reqs_reset(struct http_reqs *s, size_t header_limit)
 }
 
 void
+http_reqs_trailers(struct http_reqs *s, int on)
+{
+	s->hs.trailers_ok = on != 0;
+}
+
+void
 http_reqs_free(struct http_reqs *s)
 {
 	if (s == NULL)

@@ -64,11 +64,11 @@ struct http_head {
  * whitespace before a colon, a header name that is not a token, more than
  * HTTP_MAX_HEADERS headers, a request-target over HTTP_MAX_TARGET bytes or
  * with a fragment, an HTTP version other than 1.0 and 1.1, bad chunk sizes
- * or chunk framing, trailer fields, a body on CONNECT, a head over
- * header_limit bytes (leading empty lines, request line and header lines
- * with their CRLFs), more than one Host header, a Host or target authority
- * that is not a valid name or IP literal (userinfo and https absolute-form
- * included) is INVALID.  Whether a request may go anywhere (a missing Host
+ * or chunk framing, trailer fields (see http_reqs_trailers), a body on
+ * CONNECT, a head over header_limit bytes (leading empty lines, request
+ * line and header lines with their CRLFs), more than one Host header, a
+ * Host or target authority that is not a valid name or IP literal
+ * (userinfo and https absolute-form included) is INVALID.  Whether a request may go anywhere (a missing Host
  * included) is for the policy to decide, not for this parser.
  *
  * Not thread-safe: one stream belongs to one connection.
@@ -85,6 +85,12 @@ void	http_reqs_free(struct http_reqs *s);	/* accepts NULL */
 int	http_reqs_between(const struct http_reqs *s);
 /* Makes s as http_reqs_new(header_limit) would (its memory kept). */
 void	http_reqs_reset(struct http_reqs *s, size_t header_limit);
+/*
+ * From the next request on, a chunked body may end with trailer fields
+ * (bounded, checked as header lines are): an HTTP/2 stream's, written
+ * by the session; off again after http_reqs_reset.
+ */
+void	http_reqs_trailers(struct http_reqs *s, int on);
 
 enum http_ev {
 	HTTP_EV_NEED_MORE,	/* all of buf consumed, nothing to report */

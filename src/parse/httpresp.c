@@ -37,6 +37,7 @@ struct http_resps {
 	size_t		 q_first, q_len;
 
 	int		 no_body;	/* whatever the head's framing says */
+	size_t		 conn;		/* http_conn_first() of the head */
 	char		*out;
 	size_t		 out_cap;
 	struct http_resp_head head;
@@ -130,7 +131,8 @@ transfer_coded(const struct http_resp_head *h)
 static int
 resp_keeps(const void *arg, const struct http_header *x)
 {
-	const struct http_resp_head *h = &((const struct http_resps *)arg)->head;
+	const struct http_resps *s = arg;
+	const struct http_resp_head *h = &s->head;
 
 	/* The body is relayed raw: its framing headers stay as they came. */
 	if (ascii_eq(x->name, x->name_len, "content-length") ||
@@ -139,7 +141,8 @@ resp_keeps(const void *arg, const struct http_header *x)
 	if (h->status == 101 && ascii_eq(x->name, x->name_len, "upgrade"))
 		return 1;
 	return !http_hop_by_hop(x->name, x->name_len) &&
-	    !http_conn_names(h->headers, h->nheaders, x->name, x->name_len);
+	    !http_conn_names(h->headers + s->conn, h->nheaders - s->conn,
+	    x->name, x->name_len);
 }
 
 /* Writes the head for the sandbox into s->out; 0, or -1 via refuse(). */
@@ -161,6 +164,7 @@ build_out(struct http_resps *s)
 	    (s->q_len > 0 && s->q_last[s->q_first])))
 		conn = "Connection: close\r\n";
 
+	s->conn = http_conn_first(h->headers, h->nheaders);
 	need = 9 + 3 + 1 + (re - rb) + 2 + strlen(conn) + 2 +
 	    http_put_headers(NULL, h->headers, h->nheaders, resp_keeps, s);
 	if (need > s->out_cap) {

@@ -50,6 +50,73 @@ http2_forbidden(const char *name, size_t len)
 }
 
 int
+http_name_lower(const char *p, size_t len, char *out)
+{
+	size_t k;
+
+	if (len == 0)
+		return -1;
+	for (k = 0; k < len; k++) {
+		if (!is_tchar((uint8_t)p[k]))
+			return -1;
+		out[k] = (char)ascii_lower((unsigned char)p[k]);
+	}
+	return 0;
+}
+
+int
+http_trailer_dropped(const char *name, size_t len)
+{
+	/*
+	 * No framing, routing, authentication or content handling in
+	 * trailers (RFC 9110 6.5.1); nor what a recipient might merge into
+	 * the head, unjudged: a credential, a cookie.
+	 */
+	return http2_forbidden(name, len) ||
+	    ascii_eq(name, len, "content-length") ||
+	    ascii_eq(name, len, "host") ||
+	    ascii_eq(name, len, "authorization") ||
+	    ascii_eq(name, len, "cookie") ||
+	    ascii_eq(name, len, "set-cookie") ||
+	    ascii_eq(name, len, "content-type") ||
+	    ascii_eq(name, len, "content-encoding") ||
+	    ascii_eq(name, len, "content-range") ||
+	    ascii_eq(name, len, "expect") ||
+	    ascii_eq(name, len, "max-forwards") ||
+	    ascii_prefix(name, len, "proxy-");
+}
+
+long
+http_trailer_fields(char *p, size_t len, struct http_header *f, size_t max)
+{
+	char *end = p + len, *eol, *colon, *v;
+	size_t n = 0, k, vlen;
+
+	for (; p < end && n < max; p = eol + 2) {
+		if ((eol = memchr(p, '\r', (size_t)(end - p))) == NULL ||
+		    eol == p)
+			break;		/* the empty line: the end */
+		if (end - eol < 2 || eol[1] != '\n' ||
+		    (colon = memchr(p, ':', (size_t)(eol - p))) == NULL)
+			return -1;
+		for (k = 0; p + k < colon; k++)
+			p[k] = (char)ascii_lower((unsigned char)p[k]);
+		if (k == 0 || http_trailer_dropped(p, k))
+			continue;
+		for (v = colon + 1; v < eol && (*v == ' ' || *v == '\t'); v++)
+			;
+		for (vlen = (size_t)(eol - v); vlen > 0 &&
+		    (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'); vlen--)
+			;
+		f[n].name = p;
+		f[n].name_len = k;
+		f[n].value = v;
+		f[n++].value_len = vlen;
+	}
+	return (long)n;
+}
+
+int
 http_grpc_type(const char *v, size_t len)
 {
 	static const char g[] = "application/grpc";
@@ -70,6 +137,17 @@ list_has(const char *v, size_t len, const char *name, size_t nlen)
 		if (elen == nlen && nlen > 0 && ascii_caseeq(e, name, nlen))
 			return 1;
 	return 0;
+}
+
+size_t
+http_conn_first(const struct http_header *hdrs, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ascii_eq(hdrs[i].name, hdrs[i].name_len, "connection"))
+			break;
+	return i;
 }
 
 int
@@ -95,6 +173,7 @@ struct fwd {
 	const struct http_add	*add;
 	size_t			 nadd;
 	int			 upgrade;	/* Upgrade kept, "Connection: upgrade" */
+	size_t			 conn;		/* http_conn_first() */
 };
 
 /* Content-Length or Transfer-Encoding. */
@@ -129,7 +208,8 @@ fwd_keeps(const void *arg, const struct http_header *x)
 	if (f->upgrade && ascii_eq(x->name, x->name_len, "upgrade"))
 		return 1;
 	return !http_hop_by_hop(x->name, x->name_len) &&
-	    !http_conn_names(f->h->headers, f->h->nheaders, x->name, x->name_len);
+	    !http_conn_names(f->h->headers + f->conn, f->h->nheaders - f->conn,
+	    x->name, x->name_len);
 }
 
 /* Every byte of s is a tchar (or, for a value, SP, HT, VCHAR, obs-text). */
@@ -204,7 +284,8 @@ http_head_serialize_upstream(const struct http_head *h, const char *target,
     const char *const *drop, size_t ndrop, const struct http_add *add,
     size_t nadd, char *out, size_t out_len)
 {
-	struct fwd f = { h, drop, ndrop, add, nadd, 0 };
+	struct fwd f = { h, drop, ndrop, add, nadd, 0,
+	    http_conn_first(h->headers, h->nheaders) };
 	size_t i, need, tlen;
 	const char *conn;
 	char *o = out;

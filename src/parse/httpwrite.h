@@ -66,6 +66,8 @@ long	http_head_serialize_upstream(const struct http_head *h,
  * Connection, Keep-Alive, Proxy-Connection, TE, Trailer, Upgrade or
  * Proxy-* (ignoring case).  http_conn_names: a Connection header among
  * hdrs[0..n) lists name[0..len) as an option (ignoring case).
+ * http_conn_first: the index of the first Connection header in hdrs[0..n),
+ * or n: a caller asking of every header starts http_conn_names there.
  */
 int	http_hop_by_hop(const char *name, size_t len);
 /*
@@ -76,12 +78,35 @@ int	http_hop_by_hop(const char *name, size_t len);
  */
 int	http2_forbidden(const char *name, size_t len);
 /*
+ * A field that never passes in a trailer section, either way: what
+ * http2_forbidden names, and what RFC 9110 6.5.1 keeps out of trailers
+ * (framing, routing, authentication, content handling) or a recipient
+ * could merge into the head unjudged (Authorization, Cookie, Proxy-*).
+ */
+int	http_trailer_dropped(const char *name, size_t len);
+/* A Content-Length value: 1 to 19 digits.  0 and *n, or -1. */
+int	http_parse_length(const char *v, size_t len, uint64_t *n);
+/*
+ * A field name p[0..len) as HTTP/2 carries it: a token (RFC 9110 5.6.2),
+ * in lower case, into out[0..len).  0, or -1 when it is not a token.
+ */
+int	http_name_lower(const char *p, size_t len, char *out);
+/*
+ * Splits a trailer section p[0..len) (field lines a parser checked, then
+ * the empty line) into fields: names lower-cased in place, values
+ * trimmed (neither NUL-terminated), http_trailer_dropped ones left out.  Returns how many went
+ * into f[0..max), or -1 when a line is not a field.
+ */
+long	http_trailer_fields(char *p, size_t len, struct http_header *f,
+	    size_t max);
+/*
  * Whether a Content-Type value v[0..len) is gRPC's: application/grpc,
  * alone or with a "+proto" or ";" after it, in any case.
  */
 int	http_grpc_type(const char *v, size_t len);
 int	http_conn_names(const struct http_header *hdrs, size_t n,
 	    const char *name, size_t len);
+size_t	http_conn_first(const struct http_header *hdrs, size_t n);
 
 /*
  * A chunk's size line for n bytes of data, "%zx\r\n", into out (at

@@ -156,8 +156,15 @@ intercept:
   - name: upload
     match: {host: allowed.test, methods: [POST, PUT], path: /upload}
     action: pass
+  - name: slow
+    match: {host: allowed.test, methods: [GET], path: /slow}
+    action: pass
   - name: inject-token
     match: {host: allowed.test, path: /inject}
+    inject:
+      set: {authorization: "Bearer {{secret:tok}}"}
+  - name: reflect-token
+    match: {host: allowed.test, methods: [GET, POST], path: /reflect}
     inject:
       set: {authorization: "Bearer {{secret:tok}}"}
   - name: allowed-default
@@ -202,7 +209,7 @@ secret_dir: $WORK/secrets
 gateway_key: $WORK/keys/gateway.key
 audit: {path: $AUDIT, fsync: always}
 workers: 2
-timeouts: {handshake: 5s, idle: 30s, connect: 3s}
+timeouts: {handshake: 5s, idle: 30s, connect: 3s, drain: 6s}
 EOF
 : >"$AUDIT"
 daemon_start
@@ -255,6 +262,43 @@ pass_post() {
 	    'map(.headers | map({key: (.[0] | ascii_downcase), value: .[1]}) | from_entries) | .[0]["content-length"] != null and .[1]["transfer-encoding"] == "chunked"'
 }
 check pass_post pass_post
+
+# A request's trailers: the trailer section of its chunked body upstream;
+# what no trailer section may carry (a credential, a cookie) goes, and a
+# body framed by its length carries none.
+req_trailers() {
+	snap
+	h2c allowed.test --req "$(jq -nc '{method: "POST", path: "/upload", body: "abc", trailers: {"x-meta": "m1", "authorization": "Bearer from-the-box", "cookie": "c=1"}}')" \
+	    --req "$(jq -nc '{method: "POST", path: "/upload", body: "abcd", headers: {"content-length": "4"}, trailers: {"x-meta": "m2"}}')"
+	hwant 'map(select(.id) | .status) == [200, 200]' || return 1
+	upwant allowed-tls 'length == 2' \
+	    'map(select(.chunked)) | length == 1' \
+	    'map(select(.chunked)) | .[0].trailers == ["x-meta: m1"]' \
+	    'map(select(.chunked)) | .[0].body_bytes == 3' \
+	    'map(select(.chunked | not)) | .[0].trailers == [] and .[0].body_bytes == 4'
+}
+check req_trailers req_trailers
+
+# Answers of every framing, read back from the stream's icpt: HEAD (a
+# length, no body), 100 Continue before the answer, and an injected
+# request's answer that echoes the credential, redacted, as the upstream
+# framed it: a length, chunks, or until it closes.
+answer_shapes() {
+	local r
+	h2c allowed.test --req "$(req HEAD /pub/h)" \
+	    --req "$(jq -nc '{method: "POST", path: "/upload", body: "12345", headers: {"expect": "100-continue"}}')" \
+	    --req "$(req GET /reflect)" --req "$(req GET '/reflect?chunk=7')" \
+	    --req "$(req GET '/reflect?close=1')"
+	hwant 'map(select(.id)) | length == 5' 'map(select(.id) | .status) == [200, 200, 200, 200, 200]' \
+	    'map(select(.id) | .reset) == [null, null, null, null, null]' '.[-1].end == "done"' \
+	    '.[0].body == "" and .[0].headers["content-length"] != null' \
+	    '(.[1].body | fromjson | .bytes) == 5' || return 1
+	for r in 2 3 4; do
+		hwant ".[$r].body | test(\"REDACTED\")" ".[$r].headers[\"x-echo\"] | test(\"REDACTED\")" || return 1
+	done
+	! grep -qF "$CANARY_TOK" <<<"$hout" || { why="the secret reached the sandbox"; return 1; }
+}
+check answer_shapes answer_shapes
 
 deny_stream() {
 	snap
@@ -368,6 +412,17 @@ up_h2_pass() {
 	[ "$(up_got /pub/a)" = 1 ] || { why="nghttpd got /pub/a $(up_got /pub/a) times"; return 1; }
 }
 check up_h2_pass up_h2_pass
+
+# Trailers to an h2 upstream: HEADERS after the last DATA.
+up_h2_trailers() {
+	h2c h2up.test --req "$(jq -nc '{method: "POST", path: "/echo?t=1", body: "xyz", trailers: {"x-meta": "up-m3", "authorization": "Bearer no"}}')"
+	hwant '.[0].status == 200' || return 1
+	grep -q 'x-meta: up-m3$' "$WORK/nghttpd.log" ||
+	    { why="nghttpd got no x-meta trailer: $(grep -A12 'path: /echo?t=1' "$WORK/nghttpd.log" | short)"; return 1; }
+	! grep -q 'authorization: Bearer no$' "$WORK/nghttpd.log" ||
+	    { why="an authorization trailer reached the upstream"; return 1; }
+}
+check up_h2_trailers up_h2_trailers
 
 up_h2_mux() {
 	local before after
@@ -577,5 +632,36 @@ idle_mem() {
 check idle_mem idle_mem
 
 check daemon_same daemon_same
-check daemon_ends daemon_ends
+
+# SIGTERM: an HTTP/2 connection hears GOAWAY (NO_ERROR) at once, its
+# stream under way still gets its whole answer, and sluiced ends as soon
+# as that connection is done, not at timeouts.drain (6 s).
+drain_goaway() {
+	local t0 n=0 npid
+	# nghttp: python3-h2 reads nothing after a GOAWAY
+	timeout 20 ip netns exec "$NS_SB" nghttp -v -n --no-verify-peer \
+	    'https://allowed.test/slow?ms=2500' >"$WORK/drain.out" 2>&1 &
+	npid=$!
+	sleep 1		# the request is upstream, waiting
+	t0=$(date +%s)
+	kill -TERM "$SL_PID"
+	wait $npid
+	out=$(cat "$WORK/drain.out")
+	last="nghttp, a stream under way at SIGTERM"
+	# GOAWAY first (its details on the next line), then the answer, whole
+	grep -A1 'recv GOAWAY frame' <<<"$out" | grep -q 'error_code=NO_ERROR' ||
+	    { why="no GOAWAY NO_ERROR: $(short "$(grep -A1 -E 'GOAWAY|:status' <<<"$out")")"; return 1; }
+	[ "$(grep -n 'recv GOAWAY frame' <<<"$out" | head -1 | cut -d: -f1)" -lt \
+	    "$(grep -n ':status: 200' <<<"$out" | head -1 | cut -d: -f1)" ] 2>/dev/null ||
+	    { why="no answer, or GOAWAY came after it: $(short "$(grep -A1 -E 'GOAWAY|:status' <<<"$out")")"; return 1; }
+	grep -A1 'recv DATA frame' <<<"$out" | grep -q 'END_STREAM' ||
+	    { why="the stream did not end whole: $(short "$(grep -A1 -E 'DATA|RST' <<<"$out")")"; return 1; }
+	while kill -0 "$SL_PID" 2>/dev/null && [ $n -lt 40 ]; do
+		sleep 0.1; n=$((n + 1))
+	done
+	kill -0 "$SL_PID" 2>/dev/null &&
+	    { why="sluiced still runs $(( $(date +%s) - t0 )) s after SIGTERM, its last connection done"; return 1; }
+	daemon_ends
+}
+check drain_goaway drain_goaway
 check_done

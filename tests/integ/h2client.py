@@ -5,8 +5,8 @@ for the protocol and raw frames for the abuse it must survive.
 usage: h2client.py ADDR:PORT --name SNI --ca CAFILE [--authority A]
                    [--req JSON]... [--flood KIND --count N] [--timeout S]
 
-Each --req is {"method","path","headers":{..},"body":"..","window":N}
-(all optional but path); the requests go out together, one stream each,
+Each --req is {"method","path","headers":{..},"body":"..","trailers":{..},
+"window":N} (all optional but path; trailers end the stream after the body); the requests go out together, one stream each,
 on one connection.  With --flood, KIND's frames are sent after the
 requests (rapid-reset, ping, settings, priority, continuation,
 hpack-bomb, empty-data, made-you-reset, streams, slow-head, tiny-data).
@@ -99,9 +99,12 @@ def main():
         body = r.get("body")
         if isinstance(body, str):
             body = body.encode()
+        trailers = list(r.get("trailers", {}).items())
+        if trailers and body is None:
+            body = b""
         conn.send_headers(sid, hdrs, end_stream=body is None and not r.get("open"))
         if body is not None:
-            pending[sid] = [body, not r.get("open")]
+            pending[sid] = [body, not r.get("open"), trailers]
         streams[sid] = {"id": sid, "status": None, "headers": {}, "body": b"",
                         "trailers": {}, "reset": None}
     send_bodies(conn, pending, streams)
@@ -206,7 +209,7 @@ def reads(sock, timeout, out):
 def send_bodies(conn, pending, streams):
     """Request bodies, as far as the windows let them."""
     for sid in list(pending):
-        body, end = pending[sid]
+        body, end, trailers = pending[sid]
         if streams[sid].get("done"):
             del pending[sid]
             continue
@@ -219,7 +222,9 @@ def send_bodies(conn, pending, streams):
             body = body[n:]
         pending[sid][0] = body
         if not body:
-            if end:
+            if end and trailers:
+                conn.send_headers(sid, trailers, end_stream=True)
+            elif end:
                 conn.end_stream(sid)
             del pending[sid]
 

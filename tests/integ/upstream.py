@@ -290,10 +290,11 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
 
     def _read_body(self):
         """Reads the request body as framed (Content-Length or chunked,
-        extensions and trailers skipped); returns (SHA-256 hex, bytes,
-        chunked)."""
+        extensions skipped, trailer field lines kept in self.trailers);
+        returns (SHA-256 hex, bytes, chunked)."""
         h = hashlib.sha256()
         n = 0
+        self.trailers = []
         te = self.headers.get("Transfer-Encoding", "")
         if te.replace(" ", "").lower().endswith("chunked"):
             while True:
@@ -302,8 +303,11 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
                     raise ConnectionError("eof in chunked body")
                 size = int(line.split(b";")[0].strip(), 16)
                 if size == 0:
-                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
-                        pass
+                    while True:
+                        t = self.rfile.readline(65537)
+                        if t in (b"\r\n", b"\n", b""):
+                            break
+                        self.trailers.append(t.decode("latin-1").rstrip("\r\n"))
                     break
                 left = size
                 while left:
@@ -514,6 +518,7 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
                                "host": self.headers.get("Host", ""),
                                "headers": headers, "body_sha256": digest,
                                "body_bytes": nbody, "chunked": chunked,
+                               "trailers": self.trailers,
                                "client_cn": self._client_cn()})
         if u.path == "/slow":
             time.sleep(int(q.get("ms", ["1000"])[0]) / 1000.0)

@@ -132,6 +132,57 @@ t_trailers_handed_on(void **state)
 	}
 }
 
+/*
+ * dechunk_ended: the body is whole at its trailer section's empty line,
+ * with or without fields, however it is cut; bytes after it are not its.
+ */
+static void
+t_ended(void **state)
+{
+	static const char *ins[] = {
+		"5\r\nhello\r\n0\r\n\r\nNEXT",
+		"5\r\nhello\r\n0\r\ngrpc-status: 0\r\nx: \r\r\n\r\nNEXT",
+	};
+	size_t i, step, at, n, len;
+	struct dechunk d;
+
+	(void)state;
+	for (i = 0; i < sizeof(ins) / sizeof(ins[0]); i++)
+		for (step = 1; step <= 4; step++) {
+			struct two t = { .data.stop_at = 0 };
+
+			len = strlen(ins[i]);
+			dechunk_init(&d);
+			dechunk_trailers(&d, two_trailers);
+			for (at = 0; at < len; at += n) {
+				n = len - at < step ? len - at : step;
+				/* Not ended before the empty line's LF. */
+				assert_int_equal(dechunk_ended(&d),
+				    at >= len - 4);
+				assert_int_equal(dechunk_feed(&d,
+				    (const uint8_t *)ins[i] + at, n, two_data,
+				    &t), 0);
+			}
+			assert_true(dechunk_done(&d));
+			assert_true(dechunk_ended(&d));
+			assert_int_equal(t.data.len, 5);
+			/* The section ends with its CRLF: NEXT is not in it. */
+			assert_true(t.trailers.len >= 2);
+			assert_memory_equal(t.trailers.buf + t.trailers.len - 2,
+			    "\r\n", 2);
+			assert_null(memchr(t.trailers.buf, 'N',
+			    t.trailers.len));
+		}
+	/* The last chunk alone: done, not ended. */
+	{
+		struct sink sk = { .stop_at = 0 };
+
+		assert_int_equal(feed("0\r\nx: 1\r\n", 0, &sk, &d), 0);
+		assert_true(dechunk_done(&d));
+		assert_false(dechunk_ended(&d));
+	}
+}
+
 static void
 t_not_done(void **state)
 {
@@ -182,6 +233,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_whole_and_bytewise),
 		cmocka_unit_test(t_trailers_handed_on),
+		cmocka_unit_test(t_ended),
 		cmocka_unit_test(t_not_done),
 		cmocka_unit_test(t_bad_framing),
 		cmocka_unit_test(t_callback_stops),

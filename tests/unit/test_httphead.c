@@ -206,6 +206,89 @@ refusal(const char *req)
 
 /* ---- basic shapes -------------------------------------------------------- */
 
+/*
+ * http_reqs_trailers: an HTTP/2 stream's request body may end with
+ * trailer fields, checked as header lines are; off, they are refused.
+ */
+static void
+t_req_trailers(void **state)
+{
+	static const char ok[] = "POST /u HTTP/1.1\r\nHost: a\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"
+	    "0\r\nX-Meta: m1\r\nGrpc-Thing: 2\r\n\r\n";
+	static const char bad[] = "POST /u HTTP/1.1\r\nHost: a\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n0\r\nX(T): 1\r\n\r\n";
+	const struct http_head *h;
+	struct http_reqs *s;
+	const char *why;
+	enum http_ev ev;
+	size_t used, off = 0;
+	int heads = 0, ends = 0;
+
+	(void)state;
+	assert_non_null(s = http_reqs_new(LIMIT));
+	http_reqs_trailers(s, 1);
+	while (off < sizeof(ok) - 1) {
+		ev = http_reqs_feed(s, (const uint8_t *)ok + off,
+		    sizeof(ok) - 1 - off, &used, &h, &why);
+		assert_int_not_equal(ev, HTTP_EV_INVALID);
+		heads += ev == HTTP_EV_HEAD;
+		ends += ev == HTTP_EV_END;
+		off += used;
+		if (ev == HTTP_EV_NEED_MORE)
+			break;
+	}
+	assert_int_equal(off, sizeof(ok) - 1);
+	assert_int_equal(heads, 1);
+	assert_int_equal(ends, 1);
+	/* A trailer line that is not a field is refused all the same. */
+	http_reqs_reset(s, LIMIT);
+	http_reqs_trailers(s, 1);
+	for (off = 0, ev = HTTP_EV_HEAD; ev != HTTP_EV_INVALID &&
+	    ev != HTTP_EV_NEED_MORE; off += used)
+		ev = http_reqs_feed(s, (const uint8_t *)bad + off,
+		    sizeof(bad) - 1 - off, &used, &h, &why);
+	assert_int_equal(ev, HTTP_EV_INVALID);
+	assert_string_equal(why, "invalid trailer field");
+	/* Off again after a reset: trailer fields are refused. */
+	http_reqs_reset(s, LIMIT);
+	for (off = 0, ev = HTTP_EV_HEAD; ev != HTTP_EV_INVALID &&
+	    ev != HTTP_EV_NEED_MORE; off += used)
+		ev = http_reqs_feed(s, (const uint8_t *)ok + off,
+		    sizeof(ok) - 1 - off, &used, &h, &why);
+	assert_int_equal(ev, HTTP_EV_INVALID);
+	assert_string_equal(why, "trailer fields");
+	http_reqs_free(s);
+}
+
+/* http_trailer_fields: fields for HTTP/2, what never passes left out. */
+static void
+t_trailer_fields(void **state)
+{
+	char sec[] = "X-Meta:  m1 \r\nAuthorization: Bearer x\r\n"
+	    "Grpc-Status: 0\r\ncookie: a=1\r\nContent-Length: 3\r\n"
+	    "Proxy-Authorization: y\r\nTransfer-Encoding: chunked\r\n"
+	    "Host: h\r\n\r\n";
+	char broken[] = "X-Meta m1\r\n\r\n";
+	struct http_header f[8];
+	long n;
+
+	(void)state;
+	n = http_trailer_fields(sec, strlen(sec), f, 8);
+	assert_int_equal(n, 2);
+	assert_int_equal(f[0].name_len, 6);
+	assert_memory_equal(f[0].name, "x-meta", 6);
+	assert_int_equal(f[0].value_len, 2);
+	assert_memory_equal(f[0].value, "m1", 2);
+	assert_memory_equal(f[1].name, "grpc-status", 11);
+	assert_memory_equal(f[1].value, "0", 1);
+	assert_int_equal(http_trailer_fields(broken, strlen(broken), f, 8), -1);
+	/* No more than max. */
+	assert_int_equal(http_trailer_fields(sec, strlen(sec), f, 1), 1);
+	assert_true(http_trailer_dropped("Proxy-Connection", 16));
+	assert_false(http_trailer_dropped("grpc-message", 12));
+}
+
 static void
 t_simple_get(void **state)
 {
@@ -1258,6 +1341,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_simple_get),
+		cmocka_unit_test(t_req_trailers),
+		cmocka_unit_test(t_trailer_fields),
 		cmocka_unit_test(t_pipelined),
 		cmocka_unit_test(t_after_close),
 		cmocka_unit_test(t_between_reset),
