@@ -399,13 +399,15 @@ arec_finish(struct arec *r, const char *type)
 size_t
 arec_json(const struct arec *r, const char *type, char *out, size_t cap)
 {
-	size_t o, i;
-	int n;
+	size_t o, i, tlen = strlen(type);
 
-	n = snprintf(out, cap, "{\"type\":\"%s\"", type);
-	if (n < 0 || (size_t)n >= cap)
+	/* By hand: snprintf was a visible share of a request's CPU. */
+	if (cap < tlen + 12)
 		return 0;
-	o = (size_t)n;
+	memcpy(out, "{\"type\":\"", 9);
+	memcpy(out + 9, type, tlen);
+	out[9 + tlen] = '"';
+	o = tlen + 10;
 	for (i = 0; i < r->n; i++) {
 		if (cap - o < r->m[i].len + 2)
 			return 0;

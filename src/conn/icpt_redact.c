@@ -197,6 +197,7 @@ icpt_redact_head(struct icpt *ic, struct icpt_req *r,
 	int body = has_body(r, rh) && !rh->informational && rh->status != 101;
 	int chunked = find_header(rh, "transfer-encoding") != NULL;
 	int reframe = body && !rh->close_delimited;
+	const struct http_header *ct;
 
 	if (req_patterns(r, &rp) != 0) {
 		icpt_up_failed(ic, 502, "response-not-redactable", "the request "
@@ -233,6 +234,14 @@ icpt_redact_head(struct icpt *ic, struct icpt_req *r,
 	r->redacted_head += ic->red_base;
 	if (!body)
 		return 0;
+	/*
+	 * gRPC messages count their bytes (the length prefix, protobuf's
+	 * field lengths): a credential in one is masked byte for byte, and
+	 * the call goes on without it.
+	 */
+	ct = find_header(rh, "content-type");
+	redactor_same_length(ic->red, ct != NULL &&
+	    http_grpc_type(ct->value, ct->value_len));
 	ic->red_mode = chunked ? RED_CHUNKED : reframe ? RED_LENGTH : RED_CLOSE;
 	dechunk_init(&ic->red_dechunk);
 	dechunk_trailers(&ic->red_dechunk, keep_trailers);

@@ -105,6 +105,7 @@ struct redactor {
 	uint8_t		 shift[WM_SIZE];
 	size_t		 wm_m;		/* the window; 0: the pair scan only */
 	uint32_t	 cur;		/* held back: the bytes of this state */
+	int		 same_len;	/* redactor_same_length() */
 	uint64_t	 count;
 	enum rd_mode	 mode;
 	/* What the build is of, when its caller named it; nkeys 0: unnamed. */
@@ -638,6 +639,7 @@ redactor_reset_keyed(struct redactor *r, const struct redact_pat *pats,
 		memcpy(r->pats, pats, n * sizeof(*pats));
 		r->cur = 0;
 		r->count = 0;
+		r->same_len = 0;
 		r->mode = RD_READY;
 		return 0;
 	}
@@ -664,6 +666,7 @@ redactor_reset(struct redactor *r, const struct redact_pat *pats, size_t n)
 
 	wipe(r);
 	r->count = 0;
+	r->same_len = 0;
 	r->mode = RD_UNSET;
 	if (n > REDACT_MAX_PATTERNS)
 		return SL_ERR_INVALID;
@@ -828,6 +831,39 @@ ready(const struct redactor *r)
 	}
 }
 
+void
+redactor_same_length(struct redactor *r, int on)
+{
+	r->same_len = on != 0;
+}
+
+/*
+ * What replaces an occurrence of len bytes: REDACT_MARK, or with
+ * same_len as many bytes: REDACT_MARK followed by '*', or all '*' when
+ * the mark is longer.
+ */
+static int
+mark(const struct redactor *r, size_t len, redact_emit emit, void *arg)
+{
+	uint8_t stars[64];
+	size_t n;
+
+	if (!r->same_len)
+		return emit(arg, (const uint8_t *)REDACT_MARK, MARK_LEN);
+	memset(stars, '*', sizeof(stars));
+	if (len >= MARK_LEN) {
+		if (emit(arg, (const uint8_t *)REDACT_MARK, MARK_LEN) != 0)
+			return -1;
+		len -= MARK_LEN;
+	}
+	for (; len > 0; len -= n) {
+		n = len < sizeof(stars) ? len : sizeof(stars);
+		if (emit(arg, stars, n) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 int
 redactor_feed(struct redactor *r, const uint8_t *in, size_t len,
     redact_emit emit, void *arg)
@@ -855,7 +891,7 @@ redactor_feed(struct redactor *r, const uint8_t *in, size_t len,
 		/* The match lies within what s spells, all pending. */
 		if ((rv = emit_upto(&pd, pd.hlen + i - m)) != 0)
 			goto out;
-		if (emit(arg, (const uint8_t *)REDACT_MARK, MARK_LEN) != 0) {
+		if (mark(r, m, emit, arg) != 0) {
 			rv = SL_ERR_IO;
 			goto out;
 		}

@@ -145,6 +145,16 @@ int	redactor_feed(struct redactor *r, const uint8_t *in, size_t len,
  */
 int	redactor_flush(struct redactor *r, redact_emit emit, void *arg);
 
+/*
+ * From here until the next reset, an occurrence is replaced by as many
+ * bytes as it had: REDACT_MARK followed by '*', or only '*' when it is
+ * shorter than the mark.
+ * For a body whose framing counts bytes the redactor cannot see (a gRPC
+ * message's length prefix, a protobuf field's length): the count stays
+ * right, and the credential is gone all the same.
+ */
+void	redactor_same_length(struct redactor *r, int on);
+
 /* Occurrences replaced since the last reset. */
 uint64_t redactor_count(const struct redactor *r);
 

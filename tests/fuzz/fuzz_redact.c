@@ -21,6 +21,8 @@
  *
  * The body is redacted whole, with the cuts, by redact_buf() and by a
  * plain reference scan: all four must agree on the bytes and the count.
+ * Byte for byte (redactor_same_length), the output is as long as the
+ * body and the count the same.
  * When no pattern has a byte of the mark, no pattern is left in the
  * output.  A stop from emit fails the feed at that call, after a prefix
  * of the right output, and every later feed until a reset.
@@ -176,6 +178,18 @@ mark_free(const struct redact_pat *pats, size_t n)
 	return 1;
 }
 
+/* No pattern has a '*', the same-length mask's filler. */
+static int
+star_free(const struct redact_pat *pats, size_t n)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++)
+		if (memchr(pats[k].p, '*', pats[k].len) != NULL)
+			return 0;
+	return 1;
+}
+
 static void
 check_no_pattern(const struct redact_pat *pats, size_t n, const uint8_t *out,
     size_t len)
@@ -322,6 +336,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(stream(r, pats, n, body, len, NULL, 0, &o) == 0);
 	CHECK(o.len == wlen && same(o.buf, want, wlen));
 	CHECK(redactor_count(r) == count);
+
+	/*
+	 * Byte for byte (redactor_same_length), with the cuts: as long as
+	 * the body, as many occurrences, and none left when no pattern has
+	 * a byte of the mask.
+	 */
+	o.len = o.calls = 0;
+	CHECK(redactor_reset(r, pats, n) == 0);
+	redactor_same_length(r, 1);
+	for (i = 0, pos = 0; i <= ncuts; i++) {
+		k = i < ncuts ? cuts[i] : len;
+		CHECK(redactor_feed(r, body + pos, k - pos, collect, &o) == 0);
+		pos = k;
+	}
+	CHECK(redactor_flush(r, collect, &o) == 0);
+	CHECK(o.len == len && redactor_count(r) == count);
+	if (mark_free(pats, n) && star_free(pats, n))
+		check_no_pattern(pats, n, o.buf, o.len);
 
 	/* A stop: a prefix of the output, then nothing until a reset. */
 	if (stop_at != 0) {

@@ -3,11 +3,13 @@
 with no generated code: messages are bytes.
 
   grpcpeer.py serve ADDR:PORT --cert C --key K --ready FILE --log FILE
-      services test.Echo (Unary, ServerStream, ClientStream, Bidi) and
-      test.Admin (Delete); every call is logged to FILE as a JSON line
+      services test.Echo (Unary, ServerStream, ClientStream, Bidi, Leak)
+      and test.Admin (Delete); every call is logged to FILE as a JSON line
       {"method", "metadata"}; Unary answers JSON {"got", "auth_sha256"}
-      (the SHA-256 of its x-api-key metadata, never the value); every
-      call ends with the trailing metadata x-trailer: yes
+      (the SHA-256 of its x-api-key metadata, never the value); Leak
+      answers JSON {"key", "len"} with the x-api-key value itself, and
+      sends it in the trailing metadata x-leak too; every call ends with
+      the trailing metadata x-trailer: yes
   grpcpeer.py call HOST:PORT --name SNI --ca CA --method /svc/M
                    [--msg S]... [--n N] [--timeout S]
       prints JSON {"code", "details", "responses", "trailing"}; with
@@ -59,6 +61,14 @@ def serve(a):
         for r in reqs:
             yield r.upper()
 
+    def leak(req, ctx):
+        # a careless server: the credential back, in the message and in
+        # the trailing metadata
+        md = log_call(a.log, "/test.Echo/Leak", ctx)
+        key = md.get("x-api-key", "")
+        ctx.set_trailing_metadata(trail + (("x-leak", key),))
+        return json.dumps({"key": key, "len": len(key)}).encode()
+
     def delete(req, ctx):
         log_call(a.log, "/test.Admin/Delete", ctx)
         return b"deleted"
@@ -68,6 +78,7 @@ def serve(a):
         "ServerStream": grpc.unary_stream_rpc_method_handler(server_stream),
         "ClientStream": grpc.stream_unary_rpc_method_handler(client_stream),
         "Bidi": grpc.stream_stream_rpc_method_handler(bidi),
+        "Leak": grpc.unary_unary_rpc_method_handler(leak),
     })
     adm = grpc.method_handlers_generic_handler("test.Admin", {
         "Delete": grpc.unary_unary_rpc_method_handler(delete),
@@ -88,7 +99,7 @@ def one_call(ch, method, msgs, n, timeout):
            "trailing": {}}
     kind = method.rsplit("/", 1)[1]
     try:
-        if kind in ("Unary", "Delete"):
+        if kind in ("Unary", "Delete", "Leak"):
             f = ch.unary_unary(method)
             resp, call = f.with_call((msgs or [b"hi"])[0], timeout=timeout)
             out["responses"] = [resp.decode()]

@@ -542,6 +542,20 @@ grpc_audit() {
 }
 check grpc_audit grpc_audit
 
+# The upstream echoes the credential in a message and in its trailers: the
+# message's bytes are masked one for one (its length prefix stays right,
+# the call succeeds), the trailer is redacted.
+grpc_leak() {
+	local n=${#CANARY_GTOK}
+	gcall /test.Echo/Leak --msg x
+	gwant '.code == 0' ".responses[0] | fromjson | .len == $n" \
+	    ".responses[0] | fromjson | .key | length == $n" \
+	    '.responses[0] | fromjson | .key | startswith("[REDACTED]")' \
+	    '.trailing["x-leak"] | test("REDACTED")' '.trailing["x-trailer"] == "yes"' || return 1
+	! grep -qF "$CANARY_GTOK" <<<"$gout" || { why="the secret reached the sandbox"; return 1; }
+}
+check grpc_leak grpc_leak
+
 # ================================================================ floods
 
 # flood KIND COUNT: the connection gets GOAWAY ENHANCE_YOUR_CALM (11), an

@@ -549,6 +549,56 @@ t_held_back(void **st)
 	redactor_free(r);
 }
 
+/*
+ * redactor_same_length: as many bytes as each occurrence had, the mark
+ * then '*', or only '*' when shorter than the mark; fed a byte at a time
+ * too; a reset (keyed or not) turns it off.
+ */
+static void
+t_same_length(void **st)
+{
+	static const char *const secret[] = { "SECRETVALUE1234", "abcd" };
+	static const char in[] = "x SECRETVALUE1234 y abcd z SECRETVALUE1234";
+	static const char want[] = "x [REDACTED]***** y **** z [REDACTED]*****";
+	static const uint64_t keys[] = { 7 };
+	struct redact_pat pats[2];
+	struct redactor *r;
+	struct out o = { 0 };
+	size_t i;
+
+	(void)st;
+	pats_of(pats, secret, 2);
+	assert_non_null(r = redactor_new());
+	assert_int_equal(redactor_reset_keyed(r, pats, 2, keys, 1), 0);
+	redactor_same_length(r, 1);
+	assert_int_equal(redactor_feed(r, (const uint8_t *)in, strlen(in),
+	    collect, &o), 0);
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(o.len, strlen(want));
+	assert_memory_equal(o.buf, want, o.len);
+	assert_int_equal(redactor_count(r), 3);
+	out_free(&o);
+	/* A byte at a time, after a keyed reset that kept the build: off. */
+	assert_int_equal(redactor_reset_keyed(r, pats, 2, keys, 1), 0);
+	for (i = 0; i < strlen(in); i++)
+		assert_int_equal(redactor_feed(r, (const uint8_t *)in + i, 1,
+		    collect, &o), 0);
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(o.len, strlen("x [REDACTED] y [REDACTED] z [REDACTED]"));
+	out_free(&o);
+	/* On again, a byte at a time. */
+	assert_int_equal(redactor_reset(r, pats, 2), 0);
+	redactor_same_length(r, 1);
+	for (i = 0; i < strlen(in); i++)
+		assert_int_equal(redactor_feed(r, (const uint8_t *)in + i, 1,
+		    collect, &o), 0);
+	assert_int_equal(redactor_flush(r, collect, &o), 0);
+	assert_int_equal(o.len, strlen(want));
+	assert_memory_equal(o.buf, want, o.len);
+	out_free(&o);
+	redactor_free(r);
+}
+
 /* Held-back bytes come from the pattern: the input is not kept. */
 static void
 t_input_not_kept(void **st)
@@ -926,6 +976,7 @@ main(void)
 		cmocka_unit_test(t_forms_in_body),
 		cmocka_unit_test(t_overlaps),
 		cmocka_unit_test(t_held_back),
+		cmocka_unit_test(t_same_length),
 		cmocka_unit_test(t_input_not_kept),
 		cmocka_unit_test(t_held_bound),
 		cmocka_unit_test(t_passthrough),
