@@ -210,6 +210,9 @@ icpt_up_failed(struct icpt *ic, int status, const char *reason,
 
 		resp = deny_http(&dw, 0, &len);
 	}
+	/* Ours: a gRPC client gets it as a status (h2_answer.c). */
+	ic->own_answer = status;
+	ic->own_reason = reason;
 	if (resp != NULL) {
 		icpt_send_down(ic, resp, len);
 		free(resp);

@@ -556,6 +556,27 @@ grpc_leak() {
 }
 check grpc_leak grpc_leak
 
+# An injected gRPC call asks for uncompressed messages, whatever the
+# sandbox said; an answer that is compressed anyway cannot be searched
+# for the credential: refused, as a gRPC status.
+grpc_encoding() {
+	local body
+	body=$(printf '\0\0\0\0\2hi' | base64 -w0)
+	h2c h2up.test --req "$(jq -nc '{method: "POST", path: "/inject?g=1", body: "xx", headers: {"content-type": "application/grpc", "grpc-accept-encoding": "gzip"}}')"
+	hwant '.[0].status != null' || return 1
+	grep -A25 'path: /inject?g=1$' "$WORK/nghttpd.log" | grep -q 'grpc-accept-encoding: identity$' ||
+	    { why="no grpc-accept-encoding: identity upstream: $(grep -A25 'path: /inject?g=1$' "$WORK/nghttpd.log" | grep -E 'grpc|te:' | short)"; return 1; }
+	! grep -A25 'path: /inject?g=1$' "$WORK/nghttpd.log" | grep -q 'grpc-accept-encoding: gzip' ||
+	    { why="the sandbox's grpc-accept-encoding went upstream"; return 1; }
+	grep -A25 'path: /inject?g=1$' "$WORK/nghttpd.log" | grep -q 'te: trailers$' ||
+	    { why="no te: trailers upstream"; return 1; }
+	h2c allowed.test --req "$(jq -nc '{method: "POST", path: "/reflect?ge=gzip", body: "xx", headers: {"content-type": "application/grpc"}}')"
+	hwant '.[0].status == 200' '.[0].headers["grpc-status"] == "14"' \
+	    '.[0].headers["grpc-message"] | test("response-not-redactable")' '.[0].body == ""' || return 1
+	! grep -qF "$CANARY_TOK" <<<"$hout" || { why="the secret reached the sandbox"; return 1; }
+}
+check grpc_encoding grpc_encoding
+
 # ================================================================ floods
 
 # flood KIND COUNT: the connection gets GOAWAY ENHANCE_YOUR_CALM (11), an
@@ -566,6 +587,10 @@ flood() {
 	h2c allowed.test --flood "$kind" --count "$n" --timeout 15
 	hwant '.[-1].goaway == 11' || return 1
 	audit_has "$off" "type=h2_abuse kind=$rec host=allowed.test sandbox=box" || return 1
+	# and counted: sluice_connections_total{action="h2-abuse",reason=KIND}
+	api GET /metrics
+	grep -qE "^sluice_connections_total\{action=\"h2-abuse\",reason=\"$rec\"\} [1-9]" <<<"$out" ||
+	    { why="no h2-abuse $rec in /metrics: $(grep h2-abuse <<<"$out" | short)"; return 1; }
 	h2c allowed.test --req "$(req GET /pub/after)"
 	hwant '.[0].status == 200' || return 1
 	daemon_same

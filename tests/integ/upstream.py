@@ -36,14 +36,15 @@ per listener, each connection in its own thread):
     /sigv4/..., /s3/...  200 "sigv4 ok" when the request's SigV4 signature
         is botocore's with the credentials of STATE_DIR/aws-creds.json,
         else 403 "sigv4 mismatch"
-    /reflect[?h=HEADER][&chunk=N[&te=CODING]|&close=1][&ce=CODING][&ms=N][&cookie=1]
+    /reflect[?h=HEADER][&chunk=N[&te=CODING]|&close=1][&ce=CODING][&ge=CODING][&ms=N][&cookie=1]
         the value of HEADER (default Authorization) back in X-Echo and
         X-Echo-B64 and in the body: as is, base64 (standard, URL-safe, of
         the part after the first space, inside a longer JSON text),
         percent-encoded, hex, upper-case, JSON-escaped ("\\/"; \\u00XX for
         all but the unreserved), HTML-escaped and as HTML numeric
         references; Content-Length, or chunked in N-byte chunks, or
-        close-delimited; Content-Encoding: CODING on request; after
+        close-delimited; Content-Encoding: CODING (grpc-encoding with
+        ge) on request; after
         waiting N ms; with cookie=1 also Set-Cookie: sid=<the part after
         the first space> and Set-Cookie: plain=1
     /reset-mid[?close=1]  a head with Content-Length 1000 (with close=1:
@@ -378,6 +379,8 @@ class HTTPHandler(http.server.BaseHTTPRequestHandler):
             extra.append(("Set-Cookie", "plain=1"))
         if "ce" in q:
             extra.append(("Content-Encoding", q["ce"][0]))
+        if "ge" in q:
+            extra.append(("grpc-encoding", q["ge"][0]))
         chunk = int(q.get("chunk", ["0"])[0])
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
