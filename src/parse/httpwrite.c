@@ -28,12 +28,21 @@ name_eq(const char *a, size_t alen, const char *b)
 int
 http_hop_by_hop(const char *name, size_t len)
 {
-	return ascii_eq(name, len, "connection") ||
-	    ascii_eq(name, len, "keep-alive") ||
-	    ascii_eq(name, len, "te") ||
-	    ascii_eq(name, len, "trailer") ||
-	    ascii_eq(name, len, "upgrade") ||
-	    ascii_prefix(name, len, "proxy-");	/* Proxy-Connection too */
+	if (ascii_prefix(name, len, "proxy-"))	/* Proxy-Connection too */
+		return 1;
+	/* By length: asked of every field of every head. */
+	switch (len) {
+	case 2:
+		return ascii_eq(name, len, "te");
+	case 7:
+		return ascii_eq(name, len, "trailer") ||
+		    ascii_eq(name, len, "upgrade");
+	case 10:
+		return ascii_eq(name, len, "connection") ||
+		    ascii_eq(name, len, "keep-alive");
+	default:
+		return 0;
+	}
 }
 
 int
@@ -142,12 +151,22 @@ list_has(const char *v, size_t len, const char *name, size_t nlen)
 size_t
 http_conn_first(const struct http_header *hdrs, size_t n)
 {
-	size_t i;
+	size_t i, at, elen;
+	const char *e;
 
-	for (i = 0; i < n; i++)
-		if (ascii_eq(hdrs[i].name, hdrs[i].name_len, "connection"))
-			break;
-	return i;
+	for (i = 0; i < n; i++) {
+		if (!ascii_eq(hdrs[i].name, hdrs[i].name_len, "connection"))
+			continue;
+		/*
+		 * "keep-alive" alone (most answers say it) names a field that
+		 * is hop-by-hop anyway: nothing to look for there.
+		 */
+		for (at = 0; http_list_next(hdrs[i].value, hdrs[i].value_len,
+		    &at, &e, &elen); )
+			if (!ascii_eq(e, elen, "keep-alive"))
+				return i;
+	}
+	return n;
 }
 
 int

@@ -66,8 +66,10 @@ long	http_head_serialize_upstream(const struct http_head *h,
  * Connection, Keep-Alive, Proxy-Connection, TE, Trailer, Upgrade or
  * Proxy-* (ignoring case).  http_conn_names: a Connection header among
  * hdrs[0..n) lists name[0..len) as an option (ignoring case).
- * http_conn_first: the index of the first Connection header in hdrs[0..n),
- * or n: a caller asking of every header starts http_conn_names there.
+ * http_conn_first: the index of the first Connection header in hdrs[0..n)
+ * that names more than Keep-Alive (itself hop-by-hop), or n: a caller
+ * asking of every header, hop-by-hop ones left out already, starts
+ * http_conn_names there.
  */
 int	http_hop_by_hop(const char *name, size_t len);
 /*

@@ -35,8 +35,10 @@
 #        ICPT_PERF (unset): with ICPT_H2, a path prefix: perf record -g each
 #                          h2load run into PREFIX.NAME.KEY (perturbs the
 #                          CPU figures: for profiles only; ICPT_PERF_CG is
-#                          its --call-graph, fp by default; perf trace -s
-#                          counts the system calls into PREFIX.NAME.KEY.syscalls)
+#                          its --call-graph, fp by default; with
+#                          ICPT_PERF_TRACE=1, perf trace -s counts the
+#                          system calls into PREFIX.NAME.KEY.syscalls, and
+#                          slows them a lot)
 #        ICPT_AUDIT_FSYNC (batch), ICPT_AUDIT_DIR (the work directory, a
 #                          tmpfs): sluiced's audit.fsync and where its trail
 #                          goes (a directory on disk to measure the disk)
@@ -409,11 +411,14 @@ run_h2() {
 	if [ -n "${ICPT_PERF:-}" ]; then
 		perf record -q --call-graph "${ICPT_PERF_CG:-fp}" -F 1999 -o "$ICPT_PERF.$name.$key" -p "$(echo $PIDS | tr ' ' ,)" 2>/dev/null &
 		perfpid=$!
-		perf trace -s -o "$ICPT_PERF.$name.$key.syscalls" -p "$(echo $PIDS | tr ' ' ,)" >/dev/null 2>&1 &
-		tracepid=$!
+		tracepid=""
+		if [ -n "${ICPT_PERF_TRACE:-}" ]; then
+			perf trace -s -o "$ICPT_PERF.$name.$key.syscalls" -p "$(echo $PIDS | tr ' ' ,)" >/dev/null 2>&1 &
+			tracepid=$!
+		fi
 	fi
 	out=$(sb h2load -D "$secs" -c "${ICPT_H2_CONNS:-8}" -m "$m" "$url/small" 2>&1)
-	[ -n "${ICPT_PERF:-}" ] && { kill -INT "$perfpid" "$tracepid"; wait "$perfpid" "$tracepid"; }
+	[ -n "${ICPT_PERF:-}" ] && { kill -INT $perfpid $tracepid; wait $perfpid $tracepid; }
 	t1=$(cpu_ticks $PIDS) p1=$(core_busy "$PCPU")
 	R[$name,$key.reqs]=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' <<<"$out")
 	R[$name,$key.rps]=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out" | awk '{printf "%.0f", $1}')

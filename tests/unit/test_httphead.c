@@ -261,6 +261,46 @@ t_req_trailers(void **state)
 	http_reqs_free(s);
 }
 
+/* http_hop_by_hop, every length it looks at, and the Proxy-* of each. */
+static void
+t_hop_names(void **state)
+{
+	static const char *const yes[] = { "te", "TE", "trailer", "Upgrade",
+	    "connection", "Keep-Alive", "proxy-", "proxy-x", "Proxy-Auth",
+	    "Proxy-Authorization", "proxy-connection" };
+	static const char *const no[] = { "t", "tee", "trailers", "upgrades",
+	    "connections", "keepalive", "proxy", "x-proxy-a", "host",
+	    "content-length", "" };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		assert_true(http_hop_by_hop(yes[i], strlen(yes[i])));
+	for (i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		assert_false(http_hop_by_hop(no[i], strlen(no[i])));
+}
+
+/*
+ * http_conn_first: the first Connection header naming more than
+ * Keep-Alive; n when none does.
+ */
+static void
+t_conn_first(void **state)
+{
+	struct http_header h[] = {
+		{ "Date", 4, "x", 1 }, { "Connection", 10, "keep-alive", 10 },
+		{ "X-A", 3, "1", 1 }, { "connection", 10, "Keep-Alive, x-a", 15 },
+		{ "X-B", 3, "2", 1 },
+	};
+
+	(void)state;
+	assert_int_equal(http_conn_first(h, 5), 3);
+	assert_int_equal(http_conn_first(h, 3), 3);	/* none: n */
+	assert_true(http_conn_names(h + 3, 2, "X-A", 3));
+	assert_false(http_conn_names(h + 3, 2, "X-B", 3));
+	assert_int_equal(http_conn_first(h, 1), 1);
+}
+
 /* http_trailer_fields: fields for HTTP/2, what never passes left out. */
 static void
 t_trailer_fields(void **state)
@@ -1343,6 +1383,8 @@ main(void)
 		cmocka_unit_test(t_simple_get),
 		cmocka_unit_test(t_req_trailers),
 		cmocka_unit_test(t_trailer_fields),
+		cmocka_unit_test(t_hop_names),
+		cmocka_unit_test(t_conn_first),
 		cmocka_unit_test(t_pipelined),
 		cmocka_unit_test(t_after_close),
 		cmocka_unit_test(t_between_reset),
