@@ -35,10 +35,13 @@
 #        ICPT_PERF (unset): with ICPT_H2, a path prefix: perf record -g each
 #                          h2load run into PREFIX.NAME.KEY (perturbs the
 #                          CPU figures: for profiles only; ICPT_PERF_CG is
-#                          its --call-graph, fp by default; with
+#                          its --call-graph, fp by default, ICPT_PERF_RECORD
+#                          more of its options (-e probe_libc:malloc); with
 #                          ICPT_PERF_TRACE=1, perf trace -s counts the
 #                          system calls into PREFIX.NAME.KEY.syscalls, and
-#                          slows them a lot)
+#                          slows them a lot); ICPT_PERF_EVENTS: perf stat
+#                          -e those events (uprobes, say) into
+#                          PREFIX.NAME.KEY.stat instead)
 #        ICPT_AUDIT_FSYNC (batch), ICPT_AUDIT_DIR (the work directory, a
 #                          tmpfs): sluiced's audit.fsync and where its trail
 #                          goes (a directory on disk to measure the disk)
@@ -409,10 +412,13 @@ run_h2() {
 	hz=$(getconf CLK_TCK)
 	t0=$(cpu_ticks $PIDS) p0=$(core_busy "$PCPU")
 	if [ -n "${ICPT_PERF:-}" ]; then
-		perf record -q --call-graph "${ICPT_PERF_CG:-fp}" -F 1999 -o "$ICPT_PERF.$name.$key" -p "$(echo $PIDS | tr ' ' ,)" 2>/dev/null &
+		perf record -q ${ICPT_PERF_RECORD:-} --call-graph "${ICPT_PERF_CG:-fp}" -F 1999 -o "$ICPT_PERF.$name.$key" -p "$(echo $PIDS | tr ' ' ,)" 2>/dev/null &
 		perfpid=$!
 		tracepid=""
-		if [ -n "${ICPT_PERF_TRACE:-}" ]; then
+		if [ -n "${ICPT_PERF_EVENTS:-}" ]; then
+			perf stat -e "$ICPT_PERF_EVENTS" -o "$ICPT_PERF.$name.$key.stat" -p "$(echo $PIDS | tr ' ' ,)" >/dev/null 2>&1 &
+			tracepid=$!
+		elif [ -n "${ICPT_PERF_TRACE:-}" ]; then
 			perf trace -s -o "$ICPT_PERF.$name.$key.syscalls" -p "$(echo $PIDS | tr ' ' ,)" >/dev/null 2>&1 &
 			tracepid=$!
 		fi
