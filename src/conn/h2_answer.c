@@ -196,11 +196,6 @@ answer_head(struct h2s *s, const char *p, size_t len)
 	if (status < 100 || status == 101)
 		return -1;		/* no tunnel in a stream */
 	interim = status / 100 == 1;
-	if (s->ic->own_answer != 0 && s->grpc && !interim) {
-		answer_framing(s, status, memmem(p, len, "\r\nTransfer-Encoding:",
-		    20) != NULL, 0, 0);
-		return answer_grpc(s);
-	}
 	/* Names in lower case: no longer than the head, mostly on the stack. */
 	if (len > sizeof(small) && (names = malloc(len)) == NULL)
 		return -1;
@@ -251,6 +246,10 @@ answer_head(struct h2s *s, const char *p, size_t len)
 		r = nghttp2_submit_headers(s->h->ng, NGHTTP2_FLAG_NONE, s->id,
 		    NULL, nv, n, NULL);
 		r = r < 0 ? r : 0;
+	} else if (s->ic->own_answer != 0 && s->grpc) {
+		/* Its body, read by its framing, is dropped. */
+		r = answer_grpc(s);
+		answer_framing(s, status, chunked, has_length, length);
 	} else {
 		s->rs = H2R_BODY;
 		answer_framing(s, status, chunked, has_length, length);
@@ -288,25 +287,25 @@ drop_data(void *arg, const uint8_t *p, size_t n)
 static int
 answer_body(struct h2s *s, const uint8_t *p, size_t n)
 {
+	dechunk_cb take = s->rs == H2R_BODY ? out_add : drop_data;
+
 	switch (s->frame) {
 	case H2F_CHUNKED:
-		if (dechunk_feed(&s->dc, p, n, s->rs == H2R_BODY ? out_add :
-		    drop_data, s) != 0)
+		if (dechunk_feed(&s->dc, p, n, take, s) != 0)
 			return -1;
 		if (dechunk_ended(&s->dc))
 			s->rs = H2R_ENDED;
 		return 0;
 	case H2F_LENGTH:
-		s->left -= n;		/* n is at most left */
-		if (s->left == 0 && s->rs == H2R_BODY)
-			s->rs = H2R_ENDED, s->left = 0;
-		else if (s->left == 0)
+		if (take(s, p, n) != 0)
+			return -1;
+		if ((s->left -= n) == 0)	/* n is at most left */
 			s->rs = H2R_ENDED;
-		break;
+		return 0;
 	case H2F_CLOSE:
 		break;
 	}
-	return s->rs == H2R_DROP ? 0 : out_add(s, p, n);
+	return take(s, p, n);
 }
 
 /* nghttp2 waits for body bytes that are there now. */
