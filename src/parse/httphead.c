@@ -14,6 +14,7 @@
 #include "util/err.h"
 #include "parse/httphead.h"
 #include "parse/httphead_int.h"
+#include "parse/httpwrite.h"
 
 /*
  * How it fits together.  Every byte of a request or a response passes two
@@ -388,7 +389,12 @@ on_headers_complete(llhttp_t *p)
 	h->chunked = s->hs.chunked;
 	h->content_length = s->hs.content_length;
 	fill_pointers(s, h);
-	h->keep_alive = llhttp_should_keep_alive(p);
+	/*
+	 * llhttp misses a "close" with whitespace after it ("close\t"),
+	 * which we trim: our own reading has the last word.
+	 */
+	h->keep_alive = llhttp_should_keep_alive(p) &&
+	    !http_conn_names(h->headers, h->nheaders, "close", 5);
 	return HPE_PAUSED;
 }
 

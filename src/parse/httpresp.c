@@ -225,7 +225,8 @@ on_headers_complete(llhttp_t *p)
 		p->flags |= F_SKIPBODY;
 	if (h->close_delimited != (llhttp_message_needs_eof(p) != 0))
 		return refuse(&s->hs, "malformed response");
-	h->keep_alive = h->status != 101 && llhttp_should_keep_alive(p);
+	h->keep_alive = h->status != 101 && llhttp_should_keep_alive(p) &&
+	    !http_conn_names(h->headers, h->nheaders, "close", 5);	/* httphead.c */
 	if (build_out(s) != 0)
 		return -1;
 	return HPE_PAUSED;

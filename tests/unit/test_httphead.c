@@ -511,6 +511,17 @@ t_keepalive_flags(void **state)
 	assert_int_equal(ev, HTTP_EV_HEAD);
 	assert_false(h->keep_alive);
 	http_reqs_free(s);
+	/* Whitespace after it, in a list, in another case (fuzz_httphead). */
+	h = head_of(&s, "GET / HTTP/1.1\r\nConnection: close\t\r\n\r\n", &ev,
+	    &why);
+	assert_int_equal(ev, HTTP_EV_HEAD);
+	assert_false(h->keep_alive);
+	http_reqs_free(s);
+	h = head_of(&s, "GET / HTTP/1.1\r\nConnection: x-a, CLOSE \r\n\r\n",
+	    &ev, &why);
+	assert_int_equal(ev, HTTP_EV_HEAD);
+	assert_false(h->keep_alive);
+	http_reqs_free(s);
 }
 
 static void

@@ -748,6 +748,27 @@ t_forget_reset(void **state)
 
 /* ---- the head sent on ---------------------------------------------------- */
 
+/* "Connection: close" with whitespace after it still closes (llhttp's misses it). */
+static void
+t_close_tab(void **state)
+{
+	static const char r[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+	    "Connection: close\t\r\n\r\nok";
+	const struct http_resp_head *h;
+	struct http_resps *s;
+	const char *why;
+	size_t used;
+
+	(void)state;
+	assert_non_null(s = http_resps_new(LIMIT));
+	assert_int_equal(http_resps_expect(s, "GET"), 0);
+	assert_int_equal(http_resps_feed(s, (const uint8_t *)r, sizeof(r) - 1,
+	    &used, &h, &why), HTTP_RESP_HEAD);
+	assert_false(h->keep_alive);
+	assert_false(h->close_delimited);
+	http_resps_free(s);
+}
+
 static void
 t_hop_by_hop(void **state)
 {
@@ -1193,6 +1214,7 @@ main(void)
 		cmocka_unit_test(t_forget_reset),
 		cmocka_unit_test(t_last),
 		cmocka_unit_test(t_hop_by_hop),
+		cmocka_unit_test(t_close_tab),
 		cmocka_unit_test(t_connection_close),
 		cmocka_unit_test(t_reason_phrase),
 		cmocka_unit_test(t_invalid),
