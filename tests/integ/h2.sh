@@ -279,6 +279,22 @@ req_trailers() {
 }
 check req_trailers req_trailers
 
+# Trailers past what a trailer section may hold (8 KiB), and an upload
+# beside them: that stream fails alone, the other passes, sluiced lives.
+req_trailers_big() {
+	local big
+	big=$(head -c 3000 /dev/zero | tr '\0' 'v')
+	snap
+	h2c allowed.test --req "$(jq -nc --arg v "$big" '{method: "POST", path: "/upload", body: "abc", trailers: {"x-a": $v, "x-b": $v, "x-c": $v, "x-d": $v}}')" \
+	    --req "$(jq -nc '{method: "POST", path: "/upload", body: "fine"}')"
+	hwant 'map(select(.id)) | length == 2' '.[1].status == 200' \
+	    '.[0].status == 400' '(.[0].body | fromjson | .message) == "trailer fields too large"' || return 1
+	upwant allowed-tls 'map(select(.body_bytes == 4)) | length == 1' \
+	    'map(.trailers | length) | add == 0' || return 1
+	daemon_same
+}
+check req_trailers_big req_trailers_big
+
 # Answers of every framing, read back from the stream's icpt: HEAD (a
 # length, no body), 100 Continue before the answer, and an injected
 # request's answer that echoes the credential, redacted, as the upstream
