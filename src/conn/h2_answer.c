@@ -19,6 +19,7 @@
 #include "parse/httphead.h"
 #include "parse/httpwrite.h"
 #include "conf/config.h"
+#include "loop/h2fields.h"
 #include "loop/loop.h"
 #include "loop/tstream.h"
 #include "conn/conn.h"
@@ -26,44 +27,14 @@
 #include "conn/h2_int.h"
 #include "conn/icpt_int.h"
 
+/*
+ * The answer's trailer section, if it has one (gRPC's status is there):
+ * most answers have none.
+ */
 static int
 trailers_add(void *arg, const uint8_t *p, size_t n)
 {
-	struct h2s *s = arg;
-
-	/*
-	 * Made only for an answer that has trailers: a section that begins
-	 * with its end (CRLF) has none, and most answers have none.
-	 */
-	if (s->trailers == NULL && n > 0 && (p[0] == '\r' || p[0] == '\n'))
-		return 0;
-	if (s->trailers == NULL && (s->trailers = evbuffer_new()) == NULL)
-		return -1;
-	return evbuffer_add(s->trailers, p, n);
-}
-
-/*
- * The trailer section (field lines the parser checked, and the final
- * CRLF) as HEADERS after the last DATA: 0, or -1.
- */
-static int
-send_trailers(struct h2s *s)
-{
-	struct http_header f[HTTP_MAX_HEADERS];
-	nghttp2_nv nv[HTTP_MAX_HEADERS];
-	size_t len = evbuffer_get_length(s->trailers), i;
-	char *p;
-	long n;
-
-	if ((p = (char *)evbuffer_pullup(s->trailers, (ssize_t)len)) == NULL ||
-	    (n = http_trailer_fields(p, len, f, HTTP_MAX_HEADERS)) < 0)
-		return -1;
-	for (i = 0; i < (size_t)n; i++)
-		nv[i] = (nghttp2_nv){ (uint8_t *)f[i].name,
-		    (uint8_t *)f[i].value, f[i].name_len, f[i].value_len,
-		    NGHTTP2_NV_FLAG_NONE };
-	return nghttp2_submit_trailer(s->h->ng, s->id, nv, (size_t)n) == 0 ?
-	    0 : -1;
+	return h2_trailers_keep(&((struct h2s *)arg)->trailers, p, n);
 }
 
 static ssize_t
@@ -81,11 +52,15 @@ data_read_cb(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
 	if (evbuffer_get_length(s->out) == 0 && s->rs == H2R_ENDED) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
 		/* Trailers end the stream instead (gRPC's status is there). */
-		if (s->trailers != NULL &&
-		    evbuffer_get_length(s->trailers) > 2) {
-			*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-			if (send_trailers(s) != 0)
+		if (s->trailers != NULL) {
+			switch (h2_trailers_submit(ng, s->id, s->trailers,
+			    NGHTTP2_NV_FLAG_NONE)) {
+			case -1:
 				return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+			case 1:
+				*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+				break;
+			}
 		}
 	} else if (n == 0) {
 		s->deferred = 1;

@@ -29,6 +29,7 @@
 #include "parse/dechunk.h"
 #include "parse/httphead.h"
 #include "parse/httpwrite.h"
+#include "loop/h2fields.h"
 #include "loop/h2up.h"
 #include "loop/loop.h"
 #include "loop/tstream.h"
@@ -183,43 +184,11 @@ ups_consume(struct h2ups *s)
 	nghttp2_session_consume(s->u->ng, s->id, n);
 }
 
-/* Bytes of the request's trailer section (none: just its last CRLF). */
+/* The request's trailer section, if it has one. */
 static int
 trailers_add(void *arg, const uint8_t *p, size_t n)
 {
-	struct h2ups *s = arg;
-
-	if (s->trailers == NULL && n > 0 && (p[0] == '\r' || p[0] == '\n'))
-		return 0;
-	if (s->trailers == NULL && (s->trailers = evbuffer_new()) == NULL)
-		return -1;
-	return evbuffer_add(s->trailers, p, n);
-}
-
-/*
- * The request's trailer section as HEADERS after its last DATA: 1 when
- * sent, 0 when no field was left to send, -1.
- */
-static int
-send_trailers(struct h2ups *s)
-{
-	struct http_header f[HTTP_MAX_HEADERS];
-	nghttp2_nv nv[HTTP_MAX_HEADERS];
-	size_t len = evbuffer_get_length(s->trailers), i;
-	char *p;
-	long n;
-
-	if ((p = (char *)evbuffer_pullup(s->trailers, (ssize_t)len)) == NULL ||
-	    (n = http_trailer_fields(p, len, f, HTTP_MAX_HEADERS)) < 0)
-		return -1;
-	if (n == 0)
-		return 0;
-	for (i = 0; i < (size_t)n; i++)
-		nv[i] = (nghttp2_nv){ (uint8_t *)f[i].name,
-		    (uint8_t *)f[i].value, f[i].name_len, f[i].value_len,
-		    NGHTTP2_NV_FLAG_NO_INDEX };
-	return nghttp2_submit_trailer(s->u->ng, s->id, nv, (size_t)n) == 0 ?
-	    1 : -1;
+	return h2_trailers_keep(&((struct h2ups *)arg)->trailers, p, n);
 }
 
 static ssize_t
@@ -236,7 +205,8 @@ body_read_cb(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
 		if (s->trailers != NULL) {
 			/* Trailers end the stream instead. */
-			switch (send_trailers(s)) {
+			switch (h2_trailers_submit(s->u->ng, s->id,
+			    s->trailers, NGHTTP2_NV_FLAG_NO_INDEX)) {
 			case -1:
 				return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 			case 1:
