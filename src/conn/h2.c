@@ -25,12 +25,10 @@
 #include <nghttp2/nghttp2.h>
 
 #include "util/clock.h"
-#include "util/freelist.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "parse/dechunk.h"
 #include "parse/httphead.h"
-#include "parse/httpresp.h"
 #include "parse/httpwrite.h"
 #include "conf/config.h"
 #include "audit/arec.h"

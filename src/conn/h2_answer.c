@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <event2/buffer.h>
 #include <nghttp2/nghttp2.h>
@@ -52,16 +51,9 @@ data_read_cb(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
 	if (evbuffer_get_length(s->out) == 0 && s->rs == H2R_ENDED) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
 		/* Trailers end the stream instead (gRPC's status is there). */
-		if (s->trailers != NULL) {
-			switch (h2_trailers_submit(ng, s->id, s->trailers,
-			    NGHTTP2_NV_FLAG_NONE)) {
-			case -1:
-				return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-			case 1:
-				*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-				break;
-			}
-		}
+		if (h2_trailers_end(ng, s->id, s->trailers,
+		    NGHTTP2_NV_FLAG_NONE, flags) != 0)
+			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	} else if (n == 0) {
 		s->deferred = 1;
 		return NGHTTP2_ERR_DEFERRED;

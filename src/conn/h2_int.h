@@ -15,7 +15,6 @@
 
 struct event;
 struct evbuffer;
-struct http_resps;
 struct icpt;
 struct tstream;
 

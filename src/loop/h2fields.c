@@ -17,8 +17,9 @@ h2_trailers_keep(struct evbuffer **b, const uint8_t *p, size_t n)
 	return evbuffer_add(*b, p, n);
 }
 
-int
-h2_trailers_submit(nghttp2_session *ng, int32_t id, struct evbuffer *b,
+/* The fields of b as trailers: 1 when submitted, 0 when none was left, -1. */
+static int
+trailers_submit(nghttp2_session *ng, int32_t id, struct evbuffer *b,
     uint8_t nv_flags)
 {
 	struct http_header f[HTTP_MAX_HEADERS];
@@ -37,4 +38,18 @@ h2_trailers_submit(nghttp2_session *ng, int32_t id, struct evbuffer *b,
 		    (uint8_t *)f[i].value, f[i].name_len, f[i].value_len,
 		    nv_flags };
 	return nghttp2_submit_trailer(ng, id, nv, (size_t)n) == 0 ? 1 : -1;
+}
+
+int
+h2_trailers_end(nghttp2_session *ng, int32_t id, struct evbuffer *b,
+    uint8_t nv_flags, uint32_t *data_flags)
+{
+	int r;
+
+	if (b == NULL || (r = trailers_submit(ng, id, b, nv_flags)) == 0)
+		return 0;
+	if (r < 0)
+		return -1;
+	*data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+	return 0;
 }

@@ -21,11 +21,12 @@ struct evbuffer;
  */
 int	h2_trailers_keep(struct evbuffer **b, const uint8_t *p, size_t n);
 /*
- * Submits the fields of section b (http_trailer_fields: what never
- * passes is left out) as the trailers of stream id, each with nv_flags.
- * 1 when submitted, 0 when no field was left (nothing submitted), -1.
+ * For a data source's last read: the fields of section b, if any
+ * (http_trailer_fields: what never passes is left out), submitted as the
+ * trailers of stream id, each with nv_flags; then they, not the DATA, end
+ * the stream (NO_END_STREAM in *data_flags).  b may be NULL.  0, or -1.
  */
-int	h2_trailers_submit(nghttp2_session *ng, int32_t id, struct evbuffer *b,
-	    uint8_t nv_flags);
+int	h2_trailers_end(nghttp2_session *ng, int32_t id, struct evbuffer *b,
+	    uint8_t nv_flags, uint32_t *data_flags);
 
 #endif

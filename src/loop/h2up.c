@@ -203,17 +203,10 @@ body_read_cb(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	if (evbuffer_get_length(s->body) == 0 && s->rq == UQ_DONE) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
-		if (s->trailers != NULL) {
-			/* Trailers end the stream instead. */
-			switch (h2_trailers_submit(s->u->ng, s->id,
-			    s->trailers, NGHTTP2_NV_FLAG_NO_INDEX)) {
-			case -1:
-				return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-			case 1:
-				*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-				break;
-			}
-		}
+		/* Trailers end the stream instead. */
+		if (h2_trailers_end(s->u->ng, s->id, s->trailers,
+		    NGHTTP2_NV_FLAG_NO_INDEX, flags) != 0)
+			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	} else if (n == 0) {
 		s->deferred = 1;
 		return NGHTTP2_ERR_DEFERRED;

@@ -108,9 +108,9 @@ http_trailer_fields(char *p, size_t len, struct http_header *f, size_t max)
 		if (end - eol < 2 || eol[1] != '\n' ||
 		    (colon = memchr(p, ':', (size_t)(eol - p))) == NULL)
 			return -1;
-		for (k = 0; p + k < colon; k++)
-			p[k] = (char)ascii_lower((unsigned char)p[k]);
-		if (k == 0 || http_trailer_dropped(p, k))
+		/* A name a redaction left no token is not sendable either. */
+		k = (size_t)(colon - p);
+		if (http_name_lower(p, k, p) != 0 || http_trailer_dropped(p, k))
 			continue;
 		for (v = colon + 1; v < eol && (*v == ' ' || *v == '\t'); v++)
 			;

@@ -96,7 +96,8 @@ int	http_name_lower(const char *p, size_t len, char *out);
 /*
  * Splits a trailer section p[0..len) (field lines a parser checked, then
  * the empty line) into fields: names lower-cased in place, values
- * trimmed (neither NUL-terminated), http_trailer_dropped ones left out.  Returns how many went
+ * trimmed (neither NUL-terminated); a name that is not a token, or that
+ * http_trailer_dropped names, is left out.  Returns how many went
  * into f[0..max), or -1 when a line is not a field.
  */
 long	http_trailer_fields(char *p, size_t len, struct http_header *f,

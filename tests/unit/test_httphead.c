@@ -308,7 +308,7 @@ t_trailer_fields(void **state)
 	char sec[] = "X-Meta:  m1 \r\nAuthorization: Bearer x\r\n"
 	    "Grpc-Status: 0\r\ncookie: a=1\r\nContent-Length: 3\r\n"
 	    "Proxy-Authorization: y\r\nTransfer-Encoding: chunked\r\n"
-	    "Host: h\r\n\r\n";
+	    "Host: h\r\n[REDACTED]-x: 1\r\n\r\n";
 	char broken[] = "X-Meta m1\r\n\r\n";
 	struct http_header f[8];
 	long n;
